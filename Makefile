@@ -1,0 +1,33 @@
+# The template repository: `make demo` shows what it makes, `make test` proves it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SCHEMAS ?= $(abspath ../shared/schemas)
+DEMO_DIR ?= demo
+
+.PHONY: help setup demo test test-fast sync-catalog clean
+
+help:
+	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
+	@echo "make test          everything: template bakes, generated repositories' checks, trainer tests"
+	@echo "make sync-catalog  rewrite cookiecutter.json's instance choices from the catalogue"
+
+$(BIN)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(BIN)/.installed
+
+demo: setup
+	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
+
+test: setup
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python -m pytest -q tests
+
+sync-catalog:
+	$(PYTHON) tools/sync_catalog.py
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache

@@ -1,0 +1,162 @@
+"""Checks of the template's answers, shared by the pre-generation hook and the generators.
+
+Each check returns None when the answer is good, or one line that names the question
+and says how to fix it. `check_answers` runs them all in question order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import catalog, eks, fsx
+
+_DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_CLUSTER_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]*$")
+_IMAGE_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$")
+_IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_GIT_URL = re.compile(r"^(https://|ssh://)[^\s]+$")
+_GIT_BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])$")
+# The longest environment suffix the template adds to names ("-prod"), plus room for new ones.
+ENV_SUFFIX_ROOM = 12
+
+
+def _bad(question: str, value: object, problem: str, fix: str) -> str:
+    return f"{question}: {value!r} {problem}; {fix}"
+
+
+def check_slug(slug: str, question: str = "project_slug") -> str | None:
+    if len(slug) > 63 or not _DNS_1123_LABEL.match(slug):
+        return _bad(question, slug, "is not a DNS-1123 label",
+                    "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+    return None
+
+
+def check_region(region: str) -> str | None:
+    if region not in eks.REGIONS:
+        return _bad("aws_region", region, "is not an AWS commercial region",
+                    "use a region code such as us-west-2 or eu-west-1")
+    return None
+
+
+def check_availability_zone(az: str, region: str) -> str | None:
+    if not eks.az_in_region(az, region):
+        return _bad("availability_zone", az, f"is not an availability zone of {region}",
+                    f"use {region} followed by a zone letter, e.g. {region}a")
+    return None
+
+
+def check_kubernetes_version(version: str) -> str | None:
+    if version not in eks.SUPPORTED_KUBERNETES_VERSIONS:
+        return _bad("kubernetes_version", version, "is not a Kubernetes version EKS supports",
+                    "use one of " + ", ".join(eks.SUPPORTED_KUBERNETES_VERSIONS))
+    return None
+
+
+def check_cluster_name(name: str) -> str | None:
+    if len(name) + ENV_SUFFIX_ROOM > 100 or not _CLUSTER_NAME.match(name):
+        return _bad("cluster_name", name, "is not a valid EKS cluster name prefix",
+                    f"start with a letter, use letters, digits and '-', at most {100 - ENV_SUFFIX_ROOM} characters")
+    return None
+
+
+def check_gpu_instance_type(name: str, question: str = "gpu_instance_type") -> str | None:
+    known = catalog.lookup(name)
+    if known is None:
+        return _bad(question, name, "is not a known instance type",
+                    "choose a GPU type such as g5.xlarge, g6.12xlarge, p4d.24xlarge or p5.48xlarge")
+    if known.gpus == 0:
+        return _bad(question, name, "has no GPU", "choose a GPU type such as g5.xlarge or p4d.24xlarge")
+    return None
+
+
+def parse_count(value: object, question: str) -> tuple[int | None, str | None]:
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        return None, _bad(question, value, "is not a whole number", "give a number of nodes, 1 or more")
+    if count < 1:
+        return None, _bad(question, value, "is less than 1", "give a number of nodes, 1 or more")
+    return count, None
+
+
+def parse_efa(value: object, instance_type: str) -> tuple[bool | None, str | None]:
+    """'auto' means on where the type has EFA; 'on' on a type without EFA is refused."""
+    choice = str(value).strip().lower()
+    known = catalog.lookup(instance_type)
+    has_efa = bool(known and known.has_efa)
+    if choice == "auto":
+        return has_efa, None
+    if choice in ("off", "no", "false"):
+        return False, None
+    if choice in ("on", "yes", "true"):
+        if not has_efa:
+            return None, _bad("efa", value, f"is not possible: {instance_type} has no EFA interface",
+                              "answer 'off' or 'auto', or choose an EFA type such as p4d.24xlarge or g5.8xlarge")
+        return True, None
+    return None, _bad("efa", value, "is not one of auto, on, off", "answer auto, on or off")
+
+
+def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> str | None:
+    if deployment_type not in fsx.DEPLOYMENT_TYPES:
+        return _bad("fsx_deployment_type", deployment_type, "is not an FSx for Lustre deployment type",
+                    "use one of " + ", ".join(fsx.DEPLOYMENT_TYPES))
+    try:
+        gib = int(str(capacity).strip())
+    except ValueError:
+        return _bad("fsx_capacity_gib", capacity, "is not a whole number of GiB", "use e.g. 1200")
+    problem = fsx.capacity_error(deployment_type, gib)
+    if problem:
+        return _bad("fsx_capacity_gib", capacity, "is not a size FSx creates exactly", problem)
+    if s3_import_path:
+        if fsx.s3_bucket(s3_import_path) is None:
+            return _bad("fsx_s3_import_path", s3_import_path, "is not an S3 path",
+                        "use s3://bucket or s3://bucket/prefix, or leave it empty")
+        if not fsx.supports_s3_import(deployment_type):
+            return _bad("fsx_s3_import_path", s3_import_path, f"cannot be linked to a {deployment_type} file system",
+                        "leave it empty or use SCRATCH_1, SCRATCH_2 or PERSISTENT_1")
+    return None
+
+
+def check_image_repository(repository: str) -> str | None:
+    if not _IMAGE_REPOSITORY.match(repository):
+        return _bad("trainer_image_repository", repository, "is not an image repository",
+                    "use registry/path without a tag, e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer")
+    return None
+
+
+def check_image_tag(tag: str) -> str | None:
+    if not _IMAGE_TAG.match(tag) or tag == "latest":
+        return _bad("trainer_image_tag", tag, "is not a pinned image tag",
+                    "use a version such as 0.1.0 (not 'latest', which changes under a running job)")
+    return None
+
+
+def check_git(url: str, branch: str) -> str | None:
+    if not _GIT_URL.match(url):
+        return _bad("git_repository_url", url, "is not a Git URL Flux can sync from",
+                    "use https://github.com/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>")
+    if not _GIT_BRANCH.match(branch):
+        return _bad("git_branch", branch, "is not a branch name", "use e.g. main")
+    return None
+
+
+def check_answers(answers: dict) -> list[str]:
+    """All problems with a complete set of template answers, in question order."""
+    problems = [
+        check_slug(answers["project_slug"]),
+        check_region(answers["aws_region"]),
+        check_availability_zone(answers["availability_zone"], answers["aws_region"]),
+        check_kubernetes_version(answers["kubernetes_version"]),
+        check_cluster_name(answers["cluster_name"]),
+        check_gpu_instance_type(answers["gpu_instance_type"]),
+    ]
+    problems.append(parse_count(answers["gpu_node_count"], "gpu_node_count")[1])
+    if problems[-2] is None:  # EFA depends on a known instance type
+        problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
+    problems += [
+        check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"], answers["fsx_s3_import_path"]),
+        check_image_repository(answers["trainer_image_repository"]),
+        check_image_tag(answers["_trainer_image_tag"]),
+        check_git(answers["git_repository_url"], answers["git_branch"]),
+    ]
+    return [p for p in problems if p]

@@ -1,0 +1,115 @@
+"""The object model shared by render, validate and diff.
+
+A render turns a repository into `Environment`s; each holds the Flux Kustomizations found in
+`clusters/<env>/`, the objects each of them applies, and the eksctl ClusterConfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import InputError
+
+
+@dataclass
+class Manifest:
+    doc: dict
+    file: str          # where the object comes from, relative to the repository root
+    env: str = ""      # environment name, "" outside an environment
+    source: str = ""   # Flux Kustomization name, "eksctl", or "" for plain files
+
+    @property
+    def api_version(self) -> str:
+        return str(self.doc.get("apiVersion", ""))
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def kind(self) -> str:
+        return str(self.doc.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str((self.doc.get("metadata") or {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str((self.doc.get("metadata") or {}).get("namespace", "") or "")
+
+    @property
+    def resource(self) -> str:
+        """kind/namespace/name, or kind/name for cluster-scoped objects."""
+        return "/".join(part for part in (self.kind, self.namespace, self.name) if part)
+
+    @property
+    def annotations(self) -> dict:
+        return (self.doc.get("metadata") or {}).get("annotations") or {}
+
+
+@dataclass
+class FluxKustomization:
+    manifest: Manifest
+    path: str                 # spec.path without "./"
+    depends_on: list[str] = field(default_factory=list)
+    objects: list[Manifest] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+
+@dataclass
+class Environment:
+    name: str
+    kustomizations: list[FluxKustomization] = field(default_factory=list)
+    cluster_config: Manifest | None = None
+
+    @property
+    def objects(self) -> list[Manifest]:
+        """Everything Flux applies in this environment, the cluster entry points included."""
+        result = [k.manifest for k in self.kustomizations]
+        for kustomization in self.kustomizations:
+            result.extend(kustomization.objects)
+        return result
+
+
+def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[Manifest]:
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InputError(f"{file}{where}: invalid YAML: {problem}") from None
+    manifests = []
+    for doc in docs:
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            raise InputError(f"{file}: a YAML document is not a mapping")
+        manifests.append(Manifest(doc=doc, file=file, env=env, source=source))
+    return manifests
+
+
+def read_file(path: Path, root: Path, env: str = "", source: str = "") -> list[Manifest]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    return parse_stream(text, relative(path, root), env, source)
+
+
+def relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def dump(manifests: list[Manifest]) -> str:
+    return "".join("---\n" + yaml.safe_dump(m.doc, sort_keys=False) for m in manifests)

@@ -1,0 +1,137 @@
+"""Render every environment: each Flux Kustomization's path and the eksctl overlay, once.
+
+    scripts/render [--env ENV] [--out DIR]
+
+Writes DIR/<env>/<kustomization>.yaml and DIR/<env>/eksctl.yaml (default DIR: rendered/).
+validate and diff call `render_repository` and share its result instead of rendering again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import kustomize
+from .errors import InputError
+from .manifests import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file
+
+FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
+EKSCTL_KIND = ("eksctl.io", "ClusterConfig")
+
+
+def environment_names(root: Path) -> list[str]:
+    clusters = root / "clusters"
+    if not clusters.is_dir():
+        raise InputError(f"{clusters}: no clusters/ folder; is {root} a repository made by the template?")
+    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
+
+
+def entry_points(root: Path, env: str) -> list[FluxKustomization]:
+    """The Flux Kustomizations in clusters/<env>/*.yaml (flux-system/ is Flux's own)."""
+    found = []
+    for path in sorted((root / "clusters" / env).glob("*.yaml")):
+        for manifest in read_file(path, root, env=env):
+            if (manifest.group, manifest.kind) != FLUX_KUSTOMIZATION:
+                continue
+            spec = manifest.doc.get("spec") or {}
+            found.append(FluxKustomization(
+                manifest=manifest,
+                path=str(spec.get("path", "")).removeprefix("./").rstrip("/"),
+                depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+            ))
+    return found
+
+
+def _build(root: Path, rel_path: str, env: str, source: str) -> list[Manifest]:
+    return parse_stream(kustomize.build(root / rel_path), rel_path, env=env, source=source)
+
+
+def render_repository(root: Path, envs: list[str] | None = None, progress=None) -> list[Environment]:
+    """Render the chosen environments (all by default), overlays in parallel."""
+    names = envs or environment_names(root)
+    unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
+    if unknown:
+        raise InputError(f"unknown environment {unknown[0]!r}; known: {', '.join(environment_names(root))}")
+    environments = [Environment(name) for name in names]
+    jobs = []  # (environment, kustomization or None for eksctl, path)
+    for environment in environments:
+        environment.kustomizations = entry_points(root, environment.name)
+        for kustomization in environment.kustomizations:
+            jobs.append((environment, kustomization, kustomization.path))
+        if (root / "overlays" / environment.name / "eksctl").is_dir():
+            jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+
+    def run(job):
+        environment, kustomization, path = job
+        if kustomization is not None and not (root / path).is_dir():
+            raise InputError(f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
+                             f"points at {path!r}, which does not exist")
+        source = kustomization.name if kustomization else "eksctl"
+        objects = _build(root, path, environment.name, source)
+        if progress:
+            progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
+        return objects
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(run, jobs))
+    for (environment, kustomization, _), objects in zip(jobs, results):
+        if kustomization is not None:
+            kustomization.objects = objects
+        else:
+            configs = [m for m in objects if (m.group, m.kind) == EKSCTL_KIND]
+            environment.cluster_config = configs[0] if configs else None
+    return environments
+
+
+def write_rendered(environments: list[Environment], out: Path) -> None:
+    """Write all files to a temporary folder first, so a failure leaves no half-written output."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+    try:
+        for environment in environments:
+            folder = staging / environment.name
+            folder.mkdir()
+            for kustomization in environment.kustomizations:
+                (folder / f"{kustomization.name}.yaml").write_text(dump(kustomization.objects))
+            if environment.cluster_config:
+                (folder / "eksctl.yaml").write_text(dump([environment.cluster_config]))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def repository_root(start: Path) -> Path:
+    for candidate in (start, *start.parents):
+        if (candidate / "clusters").is_dir() and (candidate / "overlays").is_dir():
+            return candidate
+    raise InputError(f"{start}: not inside a repository made by the template (no clusters/ and overlays/)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="render", description=__doc__.splitlines()[0])
+    parser.add_argument("--env", action="append", help="environment to render (repeatable; default: all)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: rendered/)")
+    args = parser.parse_args(argv)
+    try:
+        root = repository_root(Path.cwd())
+        out = args.out or root / "rendered"
+        environments = render_repository(root, args.env, progress=lambda line: print(f"render: {line}", file=sys.stderr))
+        write_rendered(environments, out)
+    except InputError as error:
+        print(f"render: {error}", file=sys.stderr)
+        return 2
+    for environment in environments:
+        counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)
+        print(f"{environment.name}: {counts}; eksctl {'yes' if environment.cluster_config else 'no'} -> {out / environment.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

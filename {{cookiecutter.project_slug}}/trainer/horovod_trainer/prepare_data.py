@@ -1,0 +1,140 @@
+"""Write the bundled scikit-learn digits data set as sharded TFRecords (no download).
+
+    python -m horovod_trainer.prepare_data --out-dir DIR [--shards N] [--skip-existing]
+
+Samples are shuffled once with a fixed seed, split into train and eval, and written in that order.
+Each shard is written under a temporary name and renamed; manifest.json is written last, the same way,
+so a reader that finds the manifest finds complete shards.
+"""
+
+import glob
+import json
+import os
+import sys
+
+from . import atomic
+from . import manifest as manifest_mod
+from .errors import TrainerError, report_errors
+from .settings import Option, at_least, between, parse_switch, resolve
+
+PROG = "prepare_data"
+SOURCE = "sklearn.datasets.load_digits"
+
+OPTIONS = (
+    Option("--out-dir", str, None, "directory to write the shards and manifest.json into (required)"),
+    Option("--shards", int, 8, "number of files per split", check=between(1, 1000)),
+    Option("--eval-fraction", float, 0.2, "fraction of samples held out for evaluation", check=between(0.05, 0.5)),
+    Option("--seed", int, 0, "seed of the one-time shuffle", check=at_least(0)),
+    Option(
+        "--skip-existing",
+        parse_switch,
+        False,
+        "do nothing if DIR already holds a complete data set",
+        is_switch=True,
+    ),
+)
+
+
+def load_digits_split(eval_fraction, seed):
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = (digits.images / 16.0).astype("float32").reshape(len(digits.images), -1)
+    labels = digits.target.astype("int64")
+    order = np.random.default_rng(seed).permutation(len(labels))
+    images, labels = images[order], labels[order]
+    num_eval = int(round(len(labels) * eval_fraction))
+    return {
+        "train": (images[num_eval:], labels[num_eval:]),
+        "eval": (images[:num_eval], labels[:num_eval]),
+    }, (8, 8, 1), 10
+
+
+def split_evenly(count, parts):
+    """Boundaries of `parts` contiguous chunks whose sizes differ by at most one."""
+    base, extra = divmod(count, parts)
+    bounds, start = [], 0
+    for index in range(parts):
+        stop = start + base + (1 if index < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def write_split(out_dir, split, images, labels, shards):
+    import tensorflow as tf
+
+    from .records import encode
+
+    written = []
+    for index, (start, stop) in enumerate(split_evenly(len(labels), shards)):
+        name = manifest_mod.shard_name(split, index, shards)
+
+        def write_to(path, start=start, stop=stop):
+            with tf.io.TFRecordWriter(path) as writer:
+                for sample_id in range(start, stop):
+                    writer.write(encode(images[sample_id], labels[sample_id], sample_id))
+
+        atomic.write_file(os.path.join(out_dir, name), write_to)
+        written.append((name, stop - start))
+    return written
+
+
+def remove_stale_shards(out_dir, keep):
+    for split in manifest_mod.SPLITS:
+        for path in glob.glob(os.path.join(out_dir, f"{split}-*-of-*.tfrecord*")):
+            if os.path.basename(path) not in keep:
+                os.remove(path)
+
+
+def already_complete(out_dir):
+    try:
+        return manifest_mod.load(out_dir)
+    except TrainerError:
+        return None
+
+
+@report_errors(PROG)
+def main(argv=None):
+    settings = resolve(OPTIONS, argv, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
+    out_dir = settings["out_dir"]
+    if not out_dir:
+        raise TrainerError("--out-dir (or TRAINER_OUT_DIR) is required")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise TrainerError(f"--out-dir {out_dir} exists and is not a directory")
+    if settings["skip_existing"]:
+        existing = already_complete(out_dir)
+        if existing is not None:
+            print(
+                f"{out_dir} already holds {existing.num_samples('train')} train and "
+                f"{existing.num_samples('eval')} eval samples; skipping"
+            )
+            return 0
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise TrainerError(f"cannot create --out-dir {out_dir}: {exc.strerror}") from None
+
+    # Readers must not pair an old manifest with new shards while they are rewritten.
+    old_manifest = os.path.join(out_dir, manifest_mod.MANIFEST_NAME)
+    if os.path.exists(old_manifest):
+        os.remove(old_manifest)
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    splits, feature_shape, num_classes = load_digits_split(settings["eval_fraction"], settings["seed"])
+    written = {
+        split: write_split(out_dir, split, images, labels, settings["shards"])
+        for split, (images, labels) in splits.items()
+    }
+    table = manifest_mod.to_json(SOURCE, feature_shape, num_classes, written)
+    text = json.dumps(table, indent=2) + "\n"
+    atomic.write_text(os.path.join(out_dir, manifest_mod.MANIFEST_NAME), text)
+    remove_stale_shards(out_dir, {name for shards in written.values() for name, _ in shards})
+    counts = ", ".join(f"{sum(n for _, n in shards)} {split}" for split, shards in written.items())
+    print(f"wrote {counts} samples in {settings['shards']} shards per split to {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
