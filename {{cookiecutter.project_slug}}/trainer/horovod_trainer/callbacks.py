@@ -1,0 +1,138 @@
+"""Keras callbacks of the trainer. None of them imports Horovod: what they need is passed in."""
+
+import time
+
+import tensorflow as tf
+
+from .checkpoints import Position
+
+
+class Clock(tf.keras.callbacks.Callback):
+    """Tracks the training position (epoch, steps done in it) across fit() calls.
+
+    Keras numbers batches from 0 in every fit() call, so after a mid-epoch resume its batch index is
+    not the step within the epoch. Put this callback first: others read `position` in the same hook.
+    """
+
+    def __init__(self, position: Position):
+        super().__init__()
+        self.position = position
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.position = Position(self.position.epoch, self.position.step + 1)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.position = Position(epoch + 1, 0)
+
+
+class WarmupLearningRate(tf.keras.callbacks.Callback):
+    """Learning rate `base_lr * world_size`, reached by a linear ramp from `base_lr` over the warm-up.
+
+    The ramp follows the optimizer's global step (restored with a checkpoint), not the epoch counter,
+    so a resumed run continues the ramp where it stopped. World size and warm-up length are re-read at
+    each fit() start, which an elastic reset triggers.
+    """
+
+    def __init__(self, base_lr, world_size_fn, warmup_steps_fn):
+        super().__init__()
+        self.base_lr = base_lr
+        self.world_size_fn = world_size_fn
+        self.warmup_steps_fn = warmup_steps_fn
+        self.global_step = 0
+        self.current = None
+
+    @property
+    def peak_lr(self):
+        return self.base_lr * self.world_size_fn()
+
+    def rate_at(self, step):
+        warmup_steps = self.warmup_steps_fn()
+        if warmup_steps <= 0 or step >= warmup_steps:
+            return self.peak_lr
+        return self.base_lr + (self.peak_lr - self.base_lr) * step / warmup_steps
+
+    def on_train_begin(self, logs=None):
+        self.global_step = int(self.model.optimizer.iterations.numpy())
+        self.current = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        rate = self.rate_at(self.global_step)
+        if rate != self.current:
+            tf.keras.backend.set_value(self.model.optimizer.learning_rate, rate)
+            self.current = rate
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.global_step += 1
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None and self.current is not None:
+            logs["lr"] = self.current
+
+
+class GlobalEvaluation(tf.keras.callbacks.Callback):
+    """Adds `val_loss` and `val_accuracy` over the whole eval split (all ranks) to the epoch logs."""
+
+    def __init__(self, evaluator):
+        super().__init__()
+        self.evaluator = evaluator
+
+    def on_epoch_end(self, epoch, logs=None):
+        result = self.evaluator()
+        if logs is not None:
+            logs["val_loss"] = result.loss
+            logs["val_accuracy"] = result.accuracy
+
+
+class CheckpointWriter(tf.keras.callbacks.Callback):
+    """Saves at the end of every epoch and, with every_steps > 0, every that many steps within it."""
+
+    def __init__(self, clock: Clock, save, every_steps=0):
+        super().__init__()
+        self.clock = clock
+        self.save = save  # save(position, logs)
+        self.every_steps = every_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        last_of_epoch = batch + 1 >= self.params["steps"]  # on_epoch_end saves that one
+        if self.every_steps and self.clock.position.step % self.every_steps == 0 and not last_of_epoch:
+            self.save(self.clock.position, {})
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.save(self.clock.position, dict(logs or {}))
+
+
+class ThroughputMeter(tf.keras.callbacks.Callback):
+    """Training samples per second, all ranks together, leaving out the first epoch (tracing, warm-up).
+
+    Only the time from an epoch's start to its last batch counts: evaluation and checkpoints do not.
+    """
+
+    def __init__(self, global_batch_size):
+        super().__init__()
+        self.global_batch_size = global_batch_size
+        self.epochs_seen = 0
+        self.steps = 0
+        self.seconds = 0.0
+        self._epoch_started = None
+        self._epoch_steps = 0
+        self._last_batch_end = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_started = time.perf_counter()
+        self._epoch_steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._epoch_steps += 1
+        self._last_batch_end = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epochs_seen += 1
+        if self.epochs_seen > 1 and self._epoch_steps:
+            self.steps += self._epoch_steps
+            self.seconds += self._last_batch_end - self._epoch_started
+
+    @property
+    def samples_per_second(self):
+        if not self.seconds:
+            return None
+        return self.steps * self.global_batch_size / self.seconds
