@@ -1,4 +1,4 @@
-"""Write the instance catalogue into cookiecutter.json (choices and `_gpu_catalog`).
+"""Write the instance catalogue into cookiecutter.json (`_gpu_catalog`).
 
 cookiecutter.json cannot import Python, and cruft re-renders the template without local
 Jinja extensions, so the template carries a generated copy of the catalogue's GPU figures.
@@ -14,13 +14,9 @@ sys.path.insert(0, str(ROOT / "{{cookiecutter.project_slug}}" / "scripts"))
 
 from gitops_tools import catalog  # noqa: E402
 
-DEFAULT_TYPE = "p4d.24xlarge"
-
-
 def synced(context: dict) -> dict:
     by_size = sorted(catalog.GPU_INSTANCE_TYPES.values(), key=lambda t: (t.family, t.gpus, t.vcpus))
     context = dict(context)
-    context["gpu_instance_type"] = [DEFAULT_TYPE] + [t.name for t in by_size if t.name != DEFAULT_TYPE]
     context["_gpu_catalog"] = {
         t.name: {"gpus": t.gpus, "efa": t.efa_interfaces, "vcpus": t.vcpus, "memory_gib": t.memory_gib}
         for t in by_size

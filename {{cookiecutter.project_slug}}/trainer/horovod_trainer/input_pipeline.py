@@ -38,12 +38,29 @@ def _with_weight(weight):
     return add
 
 
+def _window_shuffle(examples, window, seed):
+    """Shuffle within consecutive windows of `window` samples, with a stateless seed.
+
+    Dataset.shuffle() takes only a Python seed, so inside the per-epoch flat_map every epoch would get
+    the same order. Stateless shuffling keyed by (seed, window index) gives each epoch its own order
+    that is nevertheless identical on a rerun. Memory use equals a shuffle buffer of `window`.
+    """
+
+    def permute(index, block):
+        order = tf.random.experimental.stateless_shuffle(
+            tf.range(tf.shape(block["id"])[0]), seed=tf.stack([seed, index])
+        )
+        return {key: tf.gather(value, order) for key, value in block.items()}
+
+    return examples.batch(window).enumerate().map(permute, num_parallel_calls=AUTOTUNE).unbatch()
+
+
 def rank_examples(manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_buffer=10_000):
     """This rank's samples for one epoch, unbatched: exactly steps_per_epoch * batch_size dicts."""
     records = _records(manifest, split, plan)
     real = records.map(_with_weight(1.0))
     if shuffle_seed is not None:
-        real = real.shuffle(min(shuffle_buffer, plan.num_samples), seed=shuffle_seed, reshuffle_each_iteration=False)
+        real = _window_shuffle(real, min(shuffle_buffer, plan.num_samples), shuffle_seed)
     filler = records.repeat().take(plan.padded_samples).map(_with_weight(0.0))
     return real.concatenate(filler)
 

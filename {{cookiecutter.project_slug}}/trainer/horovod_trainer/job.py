@@ -158,6 +158,7 @@ class Job:
             )
 
         if position.step and position.epoch < config.epochs:
+            say(f"Epoch {position.epoch + 1}/{config.epochs}: continuing at step {position.step} of {steps}")
             fit(position.epoch, position.epoch + 1, position.step)
             position = Position(position.epoch + 1)
         if position.epoch < config.epochs:

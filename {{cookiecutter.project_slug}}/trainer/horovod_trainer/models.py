@@ -1,28 +1,30 @@
-"""The model zoo: small Keras models for the bundled 8x8 digits (any image shape works)."""
+"""The model zoo: small Keras models for the bundled 8x8 digits (any image shape works).
 
-import tensorflow as tf
+TensorFlow is imported inside the functions so that the command-line modules can offer MODEL_NAMES
+without loading it.
+"""
 
 MODEL_NAMES = ("mlp", "cnn")
 
 
-def _mlp(input_shape, num_classes):
+def _mlp(layers, input_shape, num_classes):
     return [
-        tf.keras.layers.Flatten(input_shape=input_shape),
-        tf.keras.layers.Dense(128, activation="relu"),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(num_classes),
+        layers.Flatten(input_shape=input_shape),
+        layers.Dense(128, activation="relu"),
+        layers.Dense(64, activation="relu"),
+        layers.Dense(num_classes),
     ]
 
 
-def _cnn(input_shape, num_classes):
+def _cnn(layers, input_shape, num_classes):
     # No batch normalisation: the weight-0 filler samples would leak into its batch statistics.
     return [
-        tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu", input_shape=input_shape),
-        tf.keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        tf.keras.layers.MaxPooling2D(),
-        tf.keras.layers.Flatten(),
-        tf.keras.layers.Dense(128, activation="relu"),
-        tf.keras.layers.Dense(num_classes),
+        layers.Conv2D(32, 3, padding="same", activation="relu", input_shape=input_shape),
+        layers.Conv2D(64, 3, padding="same", activation="relu"),
+        layers.MaxPooling2D(),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dense(num_classes),
     ]
 
 
@@ -31,10 +33,14 @@ _BUILDERS = {"mlp": _mlp, "cnn": _cnn}
 
 def build_model(name, input_shape, num_classes):
     """An uncompiled model that outputs logits."""
-    return tf.keras.Sequential(_BUILDERS[name](tuple(input_shape), num_classes), name=name)
+    import tensorflow as tf
+
+    return tf.keras.Sequential(_BUILDERS[name](tf.keras.layers, tuple(input_shape), num_classes), name=name)
 
 
 def compile_model(model, optimizer):
+    import tensorflow as tf
+
     model.compile(
         optimizer=optimizer,
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),

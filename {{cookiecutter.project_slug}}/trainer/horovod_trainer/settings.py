@@ -63,6 +63,9 @@ def parse_switch(text):
     raise ValueError(text)
 
 
+KIND_NAMES = {int: "an integer", float: "a number", parse_switch: "true or false"}
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus the error; the contract here is exactly one line."""
 
@@ -83,6 +86,8 @@ def build_parser(prog, description, options):
             parser.add_argument(option.flag, action="store_true", default=None, help=option.help + env_note)
         else:
             default_note = "" if option.default is None else f" (default: {option.default})"
+            if option.choices:
+                default_note = f": {', '.join(option.choices)}" + default_note
             # type=str: conversion happens in resolve() so that messages can name the source.
             parser.add_argument(
                 option.flag,
@@ -98,7 +103,7 @@ def _convert(option, raw, source):
     try:
         value = option.type(raw)
     except ValueError:
-        kind = "true/false" if option.is_switch else getattr(option.type, "__name__", "value")
+        kind = KIND_NAMES.get(option.type, "a valid value")
         raise TrainerError(f"{source} expects {kind}, got {raw!r}") from None
     if option.choices is not None and value not in option.choices:
         raise TrainerError(f"{source} must be one of {', '.join(option.choices)} (got {raw!r})")

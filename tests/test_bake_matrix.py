@@ -1,0 +1,229 @@
+"""Bake a named option matrix and check every result as a user's CI would, by parsing it.
+
+Each bake has both environments: dev (small single-GPU nodes, scratch FSx, no EFA) and
+prod (the answers). Together the options cover EFA on and off, g5/g6/p4d/p5 types, two or
+more Kubernetes versions, and scratch and persistent FSx.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import TEMPLATE
+from gitops_tools import catalog
+
+MATRIX = {
+    "default": {},
+    "g5-12xlarge-efa-off-1.33": {"gpu_instance_type": "g5.12xlarge", "efa": "off", "kubernetes_version": "1.33"},
+    "g6-48xlarge-efa-on-persistent2": {
+        "gpu_instance_type": "g6.48xlarge", "efa": "on", "gpu_node_count": "4",
+        "fsx_deployment_type": "PERSISTENT_2", "fsx_capacity_gib": "2400"},
+    "p5-48xlarge-1.35-persistent1-s3": {
+        "gpu_instance_type": "p5.48xlarge", "kubernetes_version": "1.35", "fsx_deployment_type": "PERSISTENT_1",
+        "fsx_s3_import_path": "s3://training-data-bucket/imagenet", "aws_region": "us-east-1",
+        "availability_zone": "us-east-1d"},
+    "g5-xlarge-auto-no-efa-scratch1": {
+        "gpu_instance_type": "g5.xlarge", "gpu_node_count": "1", "fsx_deployment_type": "SCRATCH_1",
+        "fsx_capacity_gib": "3600", "kubernetes_version": "1.32"},
+    "p4d-scratch2-s3": {"project_name": "Vision Team", "fsx_s3_import_path": "s3://vision-data"},
+}
+DEFAULTS = json.loads((TEMPLATE / "cookiecutter.json").read_text())
+ENVS = ("dev", "prod")
+DEV_TYPE = DEFAULTS["_dev_instance_type"]
+
+
+def answer(options: dict, key: str) -> str:
+    return options.get(key, DEFAULTS[key])
+
+
+def efa_expected(options: dict) -> bool:
+    choice = answer(options, "efa")
+    return choice == "on" or (choice == "auto" and catalog.lookup(answer(options, "gpu_instance_type")).has_efa)
+
+
+@pytest.fixture(scope="module", params=list(MATRIX), ids=list(MATRIX))
+def case(request, bake_factory):
+    options = MATRIX[request.param]
+    return bake_factory(request.param, **options), options
+
+
+def worker(mpijob: dict) -> dict:
+    return mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
+
+
+def launcher_args(mpijob: dict) -> list[str]:
+    return mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
+
+
+def gpu_group(cluster_config: dict) -> dict:
+    return next(g for g in cluster_config["managedNodeGroups"] if g["name"] == "gpu")
+
+
+def test_no_template_syntax_survives(case):
+    bake, _ = case
+    leftovers = []
+    for path in bake.path.rglob("*"):
+        if path.is_file() and ".venv" not in path.parts:
+            text = path.read_text(errors="ignore")
+            if re.search(r"{{\s?cookiecutter\.", text) or "{%" in text and path.suffix in (".yaml", ".md"):
+                leftovers.append(str(path.relative_to(bake.path)))
+    assert leftovers == []
+
+
+def test_yamllint_clean_with_generated_config(case):
+    bake, _ = case
+    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-f", "parsable", "."],
+                            cwd=bake.path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_object_passes_strict_schemas(case, schema_checker):
+    bake, options = case
+    problems = []
+    for env in ENVS:
+        environment = bake.environments[env]
+        version = environment.cluster_config.doc["metadata"]["version"]
+        assert version == answer(options, "kubernetes_version")
+        for manifest in [*environment.objects, environment.cluster_config]:
+            problems += [f"{env} {p.manifest.resource}: {p.message}" for p in schema_checker.check(manifest, version)]
+    assert problems == []
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_workers_fill_gpu_nodes(case, env):
+    bake, options = case
+    instance = catalog.lookup(DEV_TYPE if env == "dev" else answer(options, "gpu_instance_type"))
+    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    mpijob = bake.one(env, "MPIJob")
+    container = worker(mpijob)["template"]["spec"]["containers"][0]
+    assert mpijob["spec"]["slotsPerWorker"] == instance.gpus
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == instance.gpus
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == instance.gpus
+    assert worker(mpijob)["replicas"] == nodes
+    args = launcher_args(mpijob)
+    assert args[args.index("-np") + 1] == str(nodes * instance.gpus)
+    launcher = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in str(launcher.get("resources"))
+    group = gpu_group(bake.cluster_config(env))
+    assert group["instanceType"] == instance.name
+    assert group["maxSize"] >= nodes
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_efa_where_chosen(case, env):
+    bake, options = case
+    on = env == "prod" and efa_expected(options)
+    instance = catalog.lookup(answer(options, "gpu_instance_type"))
+    group = gpu_group(bake.cluster_config(env))
+    assert group["efaEnabled"] is on
+    assert len(group["availabilityZones"]) == 1
+    assert group["availabilityZones"] == [answer(options, "availability_zone") if "availability_zone" in options
+                                          else answer(options, "aws_region") + "a"]
+    resources = worker(bake.one(env, "MPIJob"))["template"]["spec"]["containers"][0]["resources"]
+    daemonsets = {d["metadata"]["name"] for d in bake.objects(env, "DaemonSet")}
+    args = launcher_args(bake.one(env, "MPIJob"))
+    if on:
+        assert resources["limits"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
+        assert resources["requests"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
+        assert "aws-efa-k8s-device-plugin-daemonset" in daemonsets
+        assert "FI_EFA_USE_HUGE_PAGE=0" in args[: args.index("python")]
+    else:
+        assert "vpc.amazonaws.com/efa" not in resources["limits"]
+        assert "aws-efa-k8s-device-plugin-daemonset" not in daemonsets
+        assert "FI_EFA_USE_HUGE_PAGE=0" not in args
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_device_plugins_tolerate_gpu_taint_with_eksctl_names(case, env):
+    bake, _ = case
+    taint = gpu_group(bake.cluster_config(env))["taints"][0]
+    assert (taint["key"], taint["value"], taint["effect"]) == ("nvidia.com/gpu", "true", "NoSchedule")
+    for daemonset in bake.objects(env, "DaemonSet"):
+        assert daemonset["metadata"]["namespace"] == "kube-system"
+        tolerations = daemonset["spec"]["template"]["spec"]["tolerations"]
+        assert any(t["key"] == "nvidia.com/gpu" and t.get("effect") == "NoSchedule" for t in tolerations)
+        image = daemonset["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert re.search(r":v\d+\.\d+\.\d+$", image), image
+    names = {d["metadata"]["name"] for d in bake.objects(env, "DaemonSet")}
+    assert "nvidia-device-plugin-daemonset" in names
+    workers = worker(bake.one(env, "MPIJob"))["template"]["spec"]
+    assert any(t["key"] == "nvidia.com/gpu" for t in workers["tolerations"])
+    labels = gpu_group(bake.cluster_config(env))["labels"]
+    assert labels | workers["nodeSelector"] == labels, "workers select labels the GPU node group does not have"
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_fsx_storage(case, env):
+    bake, options = case
+    storage_class = bake.one(env, "StorageClass")
+    claim = bake.one(env, "PersistentVolumeClaim")
+    params = storage_class["parameters"]
+    assert storage_class["provisioner"] == "fsx.csi.aws.com"
+    assert "REPLACE-ME" in params["subnetId"] and "REPLACE-ME" in params["securityGroupIds"]
+    assert all(isinstance(v, str) for v in params.values())
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim["spec"]["storageClassName"] == storage_class["metadata"]["name"]
+    assert claim["metadata"]["namespace"] == bake.one(env, "MPIJob")["metadata"]["namespace"]
+    if env == "dev":
+        assert params["deploymentType"] == "SCRATCH_2" and claim["spec"]["resources"]["requests"]["storage"] == "1200Gi"
+        assert "s3ImportPath" not in params and "perUnitStorageThroughput" not in params
+        return
+    deployment = answer(options, "fsx_deployment_type")
+    assert params["deploymentType"] == deployment
+    assert claim["spec"]["resources"]["requests"]["storage"] == f"{answer(options, 'fsx_capacity_gib')}Gi"
+    expected_throughput = {"PERSISTENT_1": "200", "PERSISTENT_2": "250"}.get(deployment)
+    assert params.get("perUnitStorageThroughput") == expected_throughput
+    assert params.get("s3ImportPath") == (answer(options, "fsx_s3_import_path") or None)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_flux_applies_infrastructure_then_training(case, env):
+    bake, _ = case
+    kustomizations = {k.name: k for k in bake.environments[env].kustomizations}
+    assert set(kustomizations) == {"infrastructure", "training"}
+    infra = kustomizations["infrastructure"].manifest.doc["spec"]
+    training = kustomizations["training"].manifest.doc["spec"]
+    assert infra["wait"] is True and infra["prune"] is True
+    assert training["dependsOn"] == [{"name": "infrastructure"}] and training["prune"] is True
+    assert infra["path"] == f"./overlays/{env}/infrastructure"
+    kinds = {m.kind for m in kustomizations["infrastructure"].objects}
+    assert {"HelmRelease", "HelmRepository", "GitRepository", "Kustomization", "StorageClass"} <= kinds
+    assert {m.kind for m in kustomizations["training"].objects} == {"Namespace", "PersistentVolumeClaim", "MPIJob"}
+    names = {m.name for m in kustomizations["infrastructure"].objects}
+    assert {"aws-fsx-csi-driver", "mpi-operator"} <= names
+
+
+def test_cluster_identity_and_least_privilege(case):
+    bake, options = case
+    for env in ENVS:
+        config = bake.cluster_config(env)
+        assert config["metadata"]["name"].endswith(f"-{env}")
+        assert config["metadata"]["region"] == answer(options, "aws_region")
+        association = config["iam"]["podIdentityAssociations"][0]
+        assert (association["namespace"], association["serviceAccountName"]) == ("kube-system", "fsx-csi-controller-sa")
+        assert "eks-pod-identity-agent" in {a["name"] for a in config["addons"]}
+        assert "withOIDC" not in config["iam"]
+    text = "\n".join(p.read_text() for p in bake.path.rglob("*.yaml") if ".venv" not in p.parts)
+    assert not re.search(r"AKIA[0-9A-Z]{16}|aws_secret_access_key", text, re.I)
+
+
+def test_flux_never_sees_cluster_config_or_trainer(case):
+    bake, _ = case
+    lines = (bake.path / ".sourceignore").read_text().split()
+    assert "/*" in lines and "!/clusters/" in lines and "!/overlays/" in lines
+    assert "/overlays/*/eksctl/" in lines and "/overlays/base/eksctl/" in lines
+    assert "!/trainer/" not in lines
+
+
+def test_answers_recorded_for_cruft(case):
+    bake, options = case
+    state = json.loads((bake.path / ".cruft.json").read_text())
+    recorded = state["context"]["cookiecutter"]
+    for key, value in options.items():
+        assert recorded[key] == value
+    assert not {"_output_dir", "_repo_dir"} & set(recorded)
+    assert state["template"]
