@@ -51,8 +51,13 @@ def _build(root: Path, rel_path: str, env: str, source: str) -> list[Manifest]:
     return parse_stream(kustomize.build(root / rel_path), rel_path, env=env, source=source)
 
 
-def render_repository(root: Path, envs: list[str] | None = None, progress=None) -> list[Environment]:
-    """Render the chosen environments (all by default), overlays in parallel."""
+def render_repository(root: Path, envs: list[str] | None = None, progress=None,
+                      skip_missing: bool = False) -> list[Environment]:
+    """Render the chosen environments (all by default), overlays in parallel.
+
+    A Flux Kustomization whose path does not exist is an input error, or with `skip_missing`
+    is kept with no objects and `rendered` False (validate reports it as a finding).
+    """
     names = envs or environment_names(root)
     unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
     if unknown:
@@ -69,6 +74,9 @@ def render_repository(root: Path, envs: list[str] | None = None, progress=None) 
     def run(job):
         environment, kustomization, path = job
         if kustomization is not None and not (root / path).is_dir():
+            if skip_missing:
+                kustomization.rendered = False
+                return []
             raise InputError(f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
                              f"points at {path!r}, which does not exist")
         source = kustomization.name if kustomization else "eksctl"

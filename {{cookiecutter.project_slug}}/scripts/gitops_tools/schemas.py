@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -24,13 +25,27 @@ from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
+import referencing
 import yaml
+from importlib import resources
 
 from .errors import InputError
 from .manifests import Manifest
 
 SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# API groups served by Kubernetes itself; everything else is a custom resource. Objects of
+# these groups are checked with kubernetes-validate's schemas, never with a CRD's.
+BUILTIN_GROUPS = frozenset({
+    "", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "apps",
+    "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
+    "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "extensions",
+    "flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io",
+    "policy", "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
+    "storagemigration.k8s.io",
+})
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,7 @@ class SchemaProblem:
     manifest: Manifest
     message: str
     missing: bool = False   # True when the kind has no schema at all
+    path: tuple = ()        # where in the object, for locating the line
 
 
 def local_name(url: str) -> str:
@@ -96,7 +112,7 @@ class SchemaStore:
     def _parse(path: Path, url: str):
         try:
             text = path.read_text()
-            return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_LOADER)
         except (OSError, ValueError, yaml.YAMLError) as error:
             raise InputError(f"{path}: unreadable schema for {url}: {str(error).splitlines()[0]}") from None
 
@@ -125,21 +141,41 @@ def _path(error: jsonschema.ValidationError) -> str:
 
 
 class SchemaChecker:
+    """Checks objects against their schemas. Validators are built once per kind and version,
+    and an object already checked (the same content, the same version) is not checked again:
+    environments share most of their objects."""
+
     def __init__(self, store: SchemaStore):
         self.store = store
         self._validators: dict[tuple[str, str], jsonschema.protocols.Validator] = {}
+        self._results: dict[tuple[str, str], tuple] = {}
+        self._local_crds: dict[str, dict] = {}
+
+    def add_crds(self, manifests) -> None:
+        """Use the CustomResourceDefinitions among `manifests` for kinds platform.yaml does not pin."""
+        for manifest in manifests:
+            if manifest.kind != "CustomResourceDefinition" or manifest.group != "apiextensions.k8s.io":
+                continue
+            spec = manifest.doc.get("spec") or {}
+            key = f"{spec.get('group', '')}/{(spec.get('names') or {}).get('kind', '')}"
+            if key not in self.store.sources:
+                self._local_crds.setdefault(key, manifest.doc)
+
+    def has_schema(self, group: str, kind: str) -> bool:
+        key = f"{group}/{kind}"
+        return key in self.store.sources or key in self._local_crds
 
     def _crd_validator(self, key: str, version: str):
         cache_key = (key, version)
         if cache_key not in self._validators:
-            crd = self.store.document(key)
+            crd = self._local_crds.get(key) or self.store.document(key)
             versions = {v.get("name"): v for v in (crd.get("spec") or {}).get("versions") or []}
             if version not in versions:
                 served = ", ".join(sorted(versions))
                 raise LookupError(f"apiVersion {key.split('/')[0]}/{version} is not served by the CRD "
                                   f"(served: {served})")
-            schema = close_objects(versions[version]["schema"]["openAPIV3Schema"])
-            self._validators[cache_key] = jsonschema.Draft7Validator(schema)
+            schema = (versions[version].get("schema") or {}).get("openAPIV3Schema") or {}
+            self._validators[cache_key] = jsonschema.Draft7Validator(close_objects(schema))
         return self._validators[cache_key]
 
     def _eksctl_validator(self):
@@ -149,42 +185,85 @@ class SchemaChecker:
         return self._validators[key]
 
     def check(self, manifest: Manifest, kubernetes_version: str) -> list[SchemaProblem]:
-        key = f"{manifest.group}/{manifest.kind}"
         if not manifest.api_version or not manifest.kind:
             return [SchemaProblem(manifest, "object has no apiVersion or kind")]
+        cache_key = (kubernetes_version, json.dumps(manifest.doc, sort_keys=True, default=str))
+        found = self._results.get(cache_key)
+        if found is None:
+            found = self._results[cache_key] = tuple(self._check(manifest, kubernetes_version))
+        return [SchemaProblem(manifest, message, missing, path) for message, missing, path in found]
+
+    def _check(self, manifest: Manifest, kubernetes_version: str):
+        """(message, missing, path) for each problem."""
+        key = f"{manifest.group}/{manifest.kind}"
         if manifest.group == "eksctl.io":
-            return self._errors(manifest, self._eksctl_validator())
-        if key in self.store.sources:
+            return _errors(manifest.doc, self._eksctl_validator())
+        if key in self.store.sources or key in self._local_crds:
             try:
                 validator = self._crd_validator(key, manifest.api_version.rpartition("/")[2])
             except LookupError as error:
-                return [SchemaProblem(manifest, str(error))]
-            return self._errors(manifest, validator)
+                return [(str(error), False, ("apiVersion",))]
+            return _errors(manifest.doc, validator)
+        if manifest.group not in BUILTIN_GROUPS:
+            return [(f"no schema for {manifest.api_version} {manifest.kind}: a custom resource whose CRD is "
+                     "neither pinned in platform.yaml nor part of the rendered manifests", True, ())]
         return self._builtin(manifest, kubernetes_version)
 
-    @staticmethod
-    def _errors(manifest: Manifest, validator) -> list[SchemaProblem]:
-        errors = sorted(validator.iter_errors(manifest.doc), key=lambda e: list(e.absolute_path))
-        return [SchemaProblem(manifest, f"{_path(e)}: {e.message}") for e in errors]
-
-    @staticmethod
-    def _builtin(manifest: Manifest, kubernetes_version: str) -> list[SchemaProblem]:
+    def _builtin(self, manifest: Manifest, kubernetes_version: str):
         try:
-            kubernetes_validate.validate(manifest.doc, kubernetes_version, strict=True)
-        except kubernetes_validate.SchemaNotFoundError:
-            return [SchemaProblem(manifest, f"no schema for {manifest.api_version} {manifest.kind} in "
-                                            f"Kubernetes {kubernetes_version} (removed API, or a custom "
-                                            "resource without a schema in platform.yaml)", missing=True)]
-        except kubernetes_validate.ValidationError as error:
-            return [SchemaProblem(manifest, f"{_builtin_path(error)}{error.message}")]
+            validator = _builtin_validator(kubernetes_version, manifest.api_version, manifest.kind)
         except kubernetes_validate.utils.VersionNotSupportedError:
-            return [SchemaProblem(manifest, f"kubernetes-validate has no schemas for Kubernetes {kubernetes_version}")]
-        return []
+            return [(f"kubernetes-validate has no schemas for Kubernetes {kubernetes_version}", False, ())]
+        if validator is None:
+            return [(f"no schema for {manifest.api_version} {manifest.kind} in Kubernetes {kubernetes_version} "
+                     "(removed API, or a custom resource without a schema in platform.yaml)", True, ())]
+        return _errors(manifest.doc, validator)
 
 
-def _builtin_path(error) -> str:
-    path = ".".join(str(p) for p in getattr(error, "path", []) or [])
-    return f"{path}: " if path else ""
+def _errors(doc: dict, validator) -> list[tuple]:
+    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    return [(f"{_path(e)}: {e.message}", False, tuple(e.absolute_path)) for e in errors]
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
+@lru_cache(maxsize=None)
+def _schema_folder(kubernetes_version: str) -> str:
+    """kubernetes-validate's folder for a version: the newest release not newer than it."""
+    wanted = _version_key(kubernetes_version)
+    known = [v for v in kubernetes_validate.utils.all_versions() if _version_key(v) <= wanted]
+    if not known or wanted > _version_key(kubernetes_validate.utils.latest_version()):
+        raise kubernetes_validate.utils.VersionNotSupportedError(kubernetes_version)
+    return f"v{known[-1]}-local-strict"
+
+
+@lru_cache(maxsize=None)
+def _definitions(folder: str) -> referencing.Resource:
+    return referencing.Resource.from_contents(_schema_json(f"{folder}/_definitions.json"))
+
+
+def _schema_json(name: str):
+    ref = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema", *name.split("/"))
+    try:
+        return json.loads(ref.read_text())
+    except FileNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=None)
+def _builtin_validator(kubernetes_version: str, api_version: str, kind: str):
+    """The strict validator kubernetes-validate would build for this kind, built once (it
+    builds a new one, and re-reads its 1.5 MB of definitions, for every object)."""
+    folder = _schema_folder(kubernetes_version)
+    # The file naming of kubernetes-validate: rbac.authorization.k8s.io/v1 -> rbac-v1.
+    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema = _schema_json(f"{folder}/{kind.lower()}-{api}.json")
+    if schema is None:
+        return None
+    registry = _definitions(folder) @ (referencing.Resource.from_contents(schema) @ referencing.Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
 @lru_cache(maxsize=None)

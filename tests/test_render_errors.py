@@ -1,0 +1,45 @@
+"""scripts/render on broken input: exit 2, one line naming the folder and the cause."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+
+def render(project, *args, path=None):
+    env = dict(os.environ, GITOPS_PYTHON=sys.executable)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run([str(project / "scripts" / "render"), *args], cwd=project, env=env,
+                          capture_output=True, text=True)
+
+
+def test_broken_overlay_named_in_one_line(bake_factory, tmp_path):
+    project = bake_factory("default").path
+    broken = tmp_path / "broken"
+    subprocess.run(["cp", "-r", str(project), str(broken)], check=True)
+    (broken / "overlays/dev/training/kustomization.yaml").write_text("resources:\n  - ../../base/missing\n")
+    result = render(broken)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("render: dev/") and
+             not line.startswith("render: prod/")]
+    assert len(lines) == 1 and "overlays/dev/training" in lines[0] and "Traceback" not in result.stderr
+    assert not (broken / "rendered").exists(), "nothing half-written"
+
+
+def test_unknown_environment(bake_factory):
+    result = render(bake_factory("default").path, "--env", "staging")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "render: unknown environment 'staging'; known: dev, prod"
+
+
+def test_no_kustomize_or_kubectl(bake_factory, tmp_path):
+    bin_dir = tmp_path / "bin"  # the shim's own needs, and nothing else
+    bin_dir.mkdir()
+    for tool in ("bash", "dirname"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    result = render(bake_factory("default").path, path=str(bin_dir))
+    assert result.returncode == 2
+    assert "neither kustomize nor kubectl is installed" in result.stderr
