@@ -140,21 +140,31 @@ def check_git(url: str, branch: str) -> str | None:
     return None
 
 
+def check_environment_answers(answers: dict) -> list[str]:
+    """Problems with the answers that shape one environment (the hook's and new-environment's)."""
+    problems = [
+        check_region(answers["aws_region"]),
+        check_availability_zone(answers["availability_zone"], answers["aws_region"]),
+        check_gpu_instance_type(answers["gpu_instance_type"]),
+    ]
+    type_ok = problems[-1] is None
+    problems.append(parse_count(answers["gpu_node_count"], "gpu_node_count")[1])
+    if type_ok:  # EFA depends on a known instance type
+        problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
+    problems.append(check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"],
+                              answers["fsx_s3_import_path"]))
+    return [p for p in problems if p]
+
+
 def check_answers(answers: dict) -> list[str]:
     """All problems with a complete set of template answers, in question order."""
     problems = [
         check_slug(answers["project_slug"]),
-        check_region(answers["aws_region"]),
-        check_availability_zone(answers["availability_zone"], answers["aws_region"]),
         check_kubernetes_version(answers["kubernetes_version"]),
         check_cluster_name(answers["cluster_name"]),
-        check_gpu_instance_type(answers["gpu_instance_type"]),
     ]
-    problems.append(parse_count(answers["gpu_node_count"], "gpu_node_count")[1])
-    if problems[-2] is None:  # EFA depends on a known instance type
-        problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
+    problems += check_environment_answers(answers)
     problems += [
-        check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"], answers["fsx_s3_import_path"]),
         check_image_repository(answers["trainer_image_repository"]),
         check_image_tag(answers["_trainer_image_tag"]),
         check_git(answers["git_repository_url"], answers["git_branch"]),

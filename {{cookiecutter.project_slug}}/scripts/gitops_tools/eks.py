@@ -30,3 +30,8 @@ def az_in_region(availability_zone: str, region: str) -> bool:
     return availability_zone.startswith(region) and bool(
         _AZ_SUFFIX.match(availability_zone[len(region):])
     )
+
+
+def second_zone(region: str, availability_zone: str) -> str:
+    """Another zone of the region for the EKS control plane, which needs two."""
+    return region + ("b" if availability_zone.endswith("a") else "a")

@@ -1,0 +1,116 @@
+"""Command line of diff (see the package docstring).
+
+    scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
+                 [--output FILE] [--exit-code]
+
+Exit status: 0 no changes (or changes without --exit-code), 1 changes with --exit-code,
+2 a usage or input error (unknown ref, a side that does not render), in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import InputError
+from ..render import repository_root
+from .formats import FORMATS, Options
+from .formats.markdown import DEFAULT_LIMIT, GITHUB_LIMIT
+from .report import build_report
+from .sides import render_both, side
+
+PROG = "diff"
+_SMALLEST_LIMIT = 10_000
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage plus message
+        raise InputError(f"{message} (see --help)")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog=PROG, description="Show what a change does to the rendered manifests, per environment.")
+    parser.add_argument("--base", required=True, metavar="REF", help="git ref to compare against (e.g. main)")
+    parser.add_argument("--head", metavar="REF", help="git ref to compare (default: the working tree)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    parser.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
+    parser.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    parser.add_argument("--exit-code", action="store_true", help="exit with 1 when anything changes")
+    parser.add_argument("--context", type=int, default=3, metavar="N", help="unchanged lines around each change")
+    parser.add_argument("--max-chars", type=int, default=DEFAULT_LIMIT, metavar="N",
+                        help=f"markdown: longest comment (default {DEFAULT_LIMIT}; GitHub allows {GITHUB_LIMIT})")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="text: colours (auto: only on a terminal, and not with NO_COLOR)")
+    args = parser.parse_args(argv)
+    if args.context < 0:
+        parser.error("--context must be 0 or more")
+    if not _SMALLEST_LIMIT <= args.max_chars <= GITHUB_LIMIT:
+        parser.error(f"--max-chars must be between {_SMALLEST_LIMIT} and {GITHUB_LIMIT}")
+    return args
+
+
+def use_color(choice: str, output: Path | None) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    return output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False) as f:
+            f.write(text)
+        os.replace(f.name, output)
+    except OSError as error:
+        raise InputError(f"{output}: cannot write: {error.strerror}") from None
+
+
+def full_diff_hint(base_commit: str, head_commit: str) -> str:
+    command = f"scripts/diff --base {base_commit[:12]}"
+    if head_commit:
+        command += f" --head {head_commit[:12]}"
+    return f"Run `{command}` for the full diff."
+
+
+def run(args: argparse.Namespace) -> int:
+    root = repository_root(Path.cwd())
+    base, head = side(args.base, root), side(args.head, root)
+    base_envs, head_envs = render_both(base, head, root, args.env)
+    report = build_report(base, base_envs, head, head_envs, args.context)
+    options = Options(color=use_color(args.color, args.output), max_chars=args.max_chars,
+                      full_diff_hint=full_diff_hint(base.commit, head.commit))
+    write(FORMATS[args.format](report, options), args.output)
+    if args.output is not None:
+        changed = ", ".join(env.name for env in report.changed) or "none"
+        print(f"{PROG}: environments with changes: {changed}; wrote {args.output}", file=sys.stderr)
+    return 1 if args.exit_code and report.has_changes else 0
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (a cancelled CI job) unwinds like Ctrl-C, so the temporary worktree is removed.
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return run(parse_args(argv))
+    except InputError as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

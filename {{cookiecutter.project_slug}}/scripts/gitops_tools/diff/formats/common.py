@@ -1,0 +1,47 @@
+"""Small phrases every format shares."""
+
+from __future__ import annotations
+
+from ..model import ADDED, CHANGED, REMOVED, STATUS_SIGN, EnvironmentDiff, Figure, ObjectChange
+
+ARROW = "->"
+
+
+def number(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def figure(value: Figure, arrow: str = ARROW) -> str:
+    """"16 -> 32", or "16" when it did not change."""
+    if not value.changed:
+        return number(value.after)
+    return f"{number(value.before)} {arrow} {number(value.after)}"
+
+
+def counts(env: EnvironmentDiff) -> str:
+    """"+1 ~2 -0" style counts, leaving out the zeros ("no change" when all are)."""
+    parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in (ADDED, CHANGED, REMOVED)
+             if env.count(status)]
+    return " ".join(parts) or "no change"
+
+
+def env_title(env: EnvironmentDiff) -> str:
+    suffix = {ADDED: " (new)", REMOVED: " (removed)"}.get(env.status, "")
+    return f"{env.name}{suffix}"
+
+
+def owner(change: ObjectChange) -> str:
+    """Who applies the object: a Flux Kustomization, eksctl, or the cluster entry point."""
+    if change.source == "eksctl":
+        owned = "eksctl (not applied by Flux)"
+    elif change.source:
+        owned = f"Kustomization {change.source}"
+    else:
+        owned = f"clusters/{change.key.env}"
+    if change.moved_from:
+        owned += f", moved from Kustomization {change.moved_from}"
+    return owned
+
+
+def stat(change: ObjectChange) -> str:
+    return f"+{change.additions} -{change.deletions}"

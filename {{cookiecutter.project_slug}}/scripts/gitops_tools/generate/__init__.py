@@ -1,0 +1,1 @@
+"""Generators: write new environments and training jobs consistent with the existing ones."""

@@ -1,0 +1,279 @@
+"""Ordering rules over the Flux graph: paths, dependsOn, sources, and CRDs before their resources.
+
+Where a CRD comes from:
+- a CustomResourceDefinition in a Flux Kustomization's rendered output;
+- a source that cannot be rendered offline, listed in REMOTE_PROVIDERS below (or in platform.yaml
+  under `crd_providers:`, same shape): a nested Flux Kustomization whose GitRepository or
+  OCIRepository URL matches `url`, or a HelmRelease of chart `chart`, provides `provides`;
+- Flux's own kinds, installed by `flux bootstrap` before anything in clusters/<env>/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..manifests import FluxKustomization, Manifest
+from ..schemas import BUILTIN_GROUPS
+from .model import FLUX_KUSTOMIZATION, Scope, mapping, sequence
+from .registry import Finding, category
+
+rule = category("Ordering")
+
+REMOTE_PROVIDERS = (
+    # The MPI operator's kustomize overlays (manifests/base holds kubeflow.org_mpijobs.yaml).
+    {"url": "github.com/kubeflow/mpi-operator", "provides": ["kubeflow.org/MPIJob"]},
+)
+_BOOTSTRAP_GROUPS = ("kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
+                     "notification.toolkit.fluxcd.io", "image.toolkit.fluxcd.io", "source.extensions.fluxcd.io")
+# Objects that are never applied to the cluster.
+_NOT_APPLIED_GROUPS = ("eksctl.io", "kustomize.config.k8s.io")
+# What `flux bootstrap` creates: the source every entry point reads.
+_BOOTSTRAP_SOURCES = {("GitRepository", "flux-system", "flux-system"), ("OCIRepository", "flux-system", "flux-system")}
+
+
+def normalise_url(url: str) -> str:
+    url = str(url).strip().lower()
+    for prefix in ("https://", "http://", "ssh://", "git@", "oci://"):
+        url = url.removeprefix(prefix)
+    return url.replace("github.com:", "github.com/").removesuffix("/").removesuffix(".git")
+
+
+def is_custom_resource(manifest: Manifest) -> bool:
+    group = manifest.group
+    return group not in BUILTIN_GROUPS and group not in _NOT_APPLIED_GROUPS and group not in _BOOTSTRAP_GROUPS
+
+
+@dataclass
+class Provider:
+    top: FluxKustomization   # the entry point that applies it
+    via: Manifest | None     # the nested Kustomization or HelmRelease that installs the CRD, if not direct
+    key: tuple[str, str] | None = None   # (namespace, name) of a nested Flux Kustomization
+
+    def describe(self) -> str:
+        return f"{self.top.name}" + (f" (through {self.via.kind} {self.via.name})" if self.via else "")
+
+
+def _key(manifest: Manifest, default_namespace: str = "flux-system") -> tuple[str, str]:
+    return manifest.namespace or default_namespace, manifest.name
+
+
+class Graph:
+    """The environment's Flux Kustomizations, entry points and nested ones, by (namespace, name)."""
+
+    def __init__(self, scope: Scope):
+        self.scope = scope
+        self.top = {_key(k.manifest): k for k in scope.kustomizations}
+        self.nested = {}
+        for kustomization in scope.kustomizations:
+            for manifest in kustomization.objects:
+                if (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
+                    self.nested[_key(manifest)] = (kustomization, manifest)
+        self.manifests = {**{k: v.manifest for k, v in self.top.items()},
+                          **{k: m for k, (_, m) in self.nested.items()}}
+
+    def depends_on(self, key: tuple[str, str]) -> list[tuple[tuple[str, str], int]]:
+        """((namespace, name), index in spec.dependsOn) of each dependency."""
+        manifest = self.manifests[key]
+        return [((str(d.get("namespace") or key[0]), str(d.get("name", ""))), i)
+                for i, d in enumerate(sequence(manifest.doc, "spec", "dependsOn")) if isinstance(d, dict)]
+
+    def reachable(self, key: tuple[str, str]) -> set[tuple[str, str]]:
+        seen, stack = set(), [key]
+        while stack:
+            current = stack.pop()
+            for target, _ in self.depends_on(current) if current in self.manifests else []:
+                if target not in seen and target in self.manifests:
+                    seen.add(target)
+                    stack.append(target)
+        return seen
+
+
+def _provider_table(scope: Scope) -> list[dict]:
+    extra = scope.settings.get("crd_providers") if isinstance(scope.settings, dict) else None
+    return list(REMOTE_PROVIDERS) + [e for e in extra or [] if isinstance(e, dict)]
+
+
+def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
+    """"group/Kind" -> where its CRD comes from."""
+    table = _provider_table(scope)
+    sources = {(m.kind, m.namespace or "flux-system", m.name): m for m in scope.objects}
+    found: dict[str, list[Provider]] = {}
+    for top in scope.kustomizations:
+        for manifest in top.objects:
+            if manifest.kind == "CustomResourceDefinition":
+                spec = mapping(manifest.doc, "spec")
+                key = f"{spec.get('group', '')}/{mapping(spec, 'names').get('kind', '')}"
+                found.setdefault(key, []).append(Provider(top, None))
+            elif (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
+                ref = mapping(manifest.doc, "spec", "sourceRef")
+                source = sources.get((str(ref.get("kind", "")), str(ref.get("namespace") or manifest.namespace
+                                                                     or "flux-system"), str(ref.get("name", ""))))
+                url = normalise_url(mapping(source.doc, "spec").get("url", "")) if source else ""
+                for entry in table:
+                    if url and entry.get("url") and normalise_url(entry["url"]) == url:
+                        for key in entry.get("provides") or []:
+                            found.setdefault(str(key), []).append(Provider(top, manifest, _key(manifest)))
+            elif manifest.kind == "HelmRelease":
+                chart = str(mapping(manifest.doc, "spec", "chart", "spec").get("chart", ""))
+                for entry in table:
+                    if chart and entry.get("chart") == chart:
+                        for key in entry.get("provides") or []:
+                            found.setdefault(str(key), []).append(Provider(top, manifest))
+    return found
+
+
+def _waits(manifest: Manifest) -> bool:
+    spec = mapping(manifest.doc, "spec")
+    return spec.get("wait") is True or bool(sequence(spec, "healthChecks"))
+
+
+@rule("flux-path-missing", "error", requires=("flux",),
+      description="A Flux Kustomization's spec.path does not exist in the repository",
+      remediation="Point spec.path at an existing overlay folder (relative to the repository root), or create it.",
+      docs="""kustomize-controller fails the Kustomization, and everything that depends on it waits forever.
+      A path that exists but does not build is an input error instead: validate stops with exit status 2 and
+      kustomize's message.""")
+def flux_path_missing(scope: Scope):
+    for kustomization in scope.kustomizations:
+        if not kustomization.rendered:
+            yield Finding("flux-path-missing", kustomization.manifest,
+                          f"Kustomization {kustomization.name} points at {kustomization.path!r}, which does not exist",
+                          ("spec", "path"))
+
+
+@rule("dependency-missing", "error", requires=("flux",),
+      description="A Flux Kustomization depends on one that does not exist in the environment",
+      remediation="Fix the name (and namespace) under spec.dependsOn, or add the missing Kustomization.",
+      docs="""Flux keeps a Kustomization with a missing dependency in "dependency not found" and never applies
+      it. dependsOn names Flux Kustomizations (not HelmReleases), in the same namespace unless one is
+      given.""")
+def dependency_missing(scope: Scope):
+    graph = Graph(scope)
+    for key, manifest in graph.manifests.items():
+        for target, index in graph.depends_on(key):
+            if target not in graph.manifests:
+                yield Finding("dependency-missing", manifest,
+                              f"dependsOn {target[0]}/{target[1]}, which is not a Flux Kustomization of this environment",
+                              ("spec", "dependsOn", index))
+
+
+@rule("dependency-cycle", "error", requires=("flux",),
+      description="Flux Kustomizations depend on each other in a cycle",
+      remediation="Remove one dependsOn entry of the cycle; dependencies must form a chain or a tree.",
+      docs="""Every Kustomization in a dependsOn cycle waits for another one, so none of them is ever
+      applied.""")
+def dependency_cycle(scope: Scope):
+    graph = Graph(scope)
+    reported = set()
+    for key, manifest in graph.manifests.items():
+        if key in graph.reachable(key) and key not in reported:
+            cycle = sorted(k for k in graph.reachable(key) if key in graph.reachable(k))
+            reported.update(cycle)
+            yield Finding("dependency-cycle", manifest,
+                          "dependsOn cycle: " + " -> ".join(name for _, name in cycle) + f" -> {cycle[0][1]}",
+                          ("spec", "dependsOn"))
+
+
+@rule("crd-not-installed", "error", requires=("flux",),
+      description="A custom resource is applied but nothing in the environment installs its CRD",
+      remediation="Install the CRD in a Kustomization the resource's Kustomization depends on; for a remote "
+                  "source, add it to crd_providers in platform.yaml.",
+      docs="""Without its CustomResourceDefinition the API server rejects the object ("no matches for kind")
+      and the whole Kustomization fails. CRDs are found in the rendered output, in the remote sources listed
+      in `scripts/gitops_tools/rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
+      platform.yaml (entries `{url: <git or oci url>, provides: [group/Kind]}` or `{chart: <name>,
+      provides: [...]}`). Flux's own kinds come from `flux bootstrap`.""")
+def crd_not_installed(scope: Scope):
+    found = providers(scope, Graph(scope))
+    for kustomization in scope.kustomizations:
+        for manifest in kustomization.objects:
+            if is_custom_resource(manifest) and manifest.kind != "CustomResourceDefinition" \
+                    and f"{manifest.group}/{manifest.kind}" not in found:
+                yield Finding("crd-not-installed", manifest,
+                              f"nothing in this environment installs the CRD of {manifest.api_version} {manifest.kind}",
+                              ("apiVersion",))
+
+
+def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:
+    consumer_key = _key(consumer.manifest)
+    if provider.via is None and provider.top is consumer:
+        return True   # Flux applies CRDs first within one Kustomization
+    reachable = graph.reachable(consumer_key)
+    return _key(provider.top.manifest) in reachable or (provider.key is not None and provider.key in reachable)
+
+
+@rule("custom-resource-before-crd", "error", requires=("flux",),
+      description="A custom resource's Kustomization does not depend on the one that installs its CRD",
+      remediation="Add the CRD's Kustomization to spec.dependsOn of the resource's Kustomization (directly or "
+                  "through another dependency).",
+      docs="""Flux reconciles Kustomizations in parallel unless dependsOn orders them. Without the dependency
+      the custom resource may be applied before its CRD exists and fail, on every fresh cluster and after
+      every disaster recovery. A CRD installed by a nested Kustomization in the same entry point is not
+      ordered either: the nested one reconciles on its own.""")
+def custom_resource_before_crd(scope: Scope):
+    graph = Graph(scope)
+    found = providers(scope, graph)
+    for kustomization in scope.kustomizations:
+        for manifest in kustomization.objects:
+            candidates = found.get(f"{manifest.group}/{manifest.kind}")
+            if not candidates or not is_custom_resource(manifest):
+                continue
+            if not any(_ordered(graph, kustomization, p) for p in candidates):
+                yield Finding("custom-resource-before-crd", manifest,
+                              f"Kustomization {kustomization.name} applies it but does not depend on "
+                              f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD",
+                              ("apiVersion",))
+
+
+@rule("crd-provider-not-waited", "warning", requires=("flux",),
+      description="A dependency that installs a CRD through a nested Kustomization does not wait for it",
+      remediation="Set wait: true on the nested Kustomization and on the entry point that applies it.",
+      docs="""dependsOn waits until the dependency is Ready. Without `wait: true` (or healthChecks) a
+      Kustomization is Ready as soon as its objects are applied, before a nested Kustomization has installed
+      the CRD, so the first reconcile of the custom resource fails and only a retry succeeds.""")
+def crd_provider_not_waited(scope: Scope):
+    graph = Graph(scope)
+    found = providers(scope, graph)
+    reported = set()
+    for kustomization in scope.kustomizations:
+        for manifest in kustomization.objects:
+            for provider in found.get(f"{manifest.group}/{manifest.kind}", []) if is_custom_resource(manifest) else []:
+                if provider.key is None or not _ordered(graph, kustomization, provider):
+                    continue
+                direct = provider.key in graph.reachable(_key(kustomization.manifest))
+                unwaited = [m for m in ([provider.via] if direct else [provider.via, provider.top.manifest])
+                            if not _waits(m)]
+                for waiting in unwaited:
+                    if id(waiting) not in reported:
+                        reported.add(id(waiting))
+                        yield Finding("crd-provider-not-waited", waiting,
+                                      f"{waiting.kind} {waiting.name} installs the CRD of {manifest.kind} "
+                                      f"(through {provider.via.name}) but does not wait", ("spec",))
+
+
+@rule("flux-source-missing", "error", requires=("environment",),
+      description="A Flux Kustomization or HelmRelease refers to a source the environment does not define",
+      remediation="Add the GitRepository, HelmRepository or OCIRepository to the same overlay, or fix the sourceRef.",
+      docs="""A missing source leaves the Kustomization or HelmRelease not Ready ("source not found"), and
+      everything that depends on it waits. The flux-system GitRepository made by `flux bootstrap` is taken as
+      present.""")
+def flux_source_missing(scope: Scope):
+    present = {(m.kind, m.namespace or "flux-system", m.name) for m in scope.objects} | _BOOTSTRAP_SOURCES
+    for manifest in scope.objects:
+        spec = mapping(manifest.doc, "spec")
+        if (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
+            refs = [(mapping(spec, "sourceRef"), ("spec", "sourceRef"))]
+        elif manifest.kind == "HelmRelease":
+            refs = [(mapping(spec, "chart", "spec", "sourceRef"), ("spec", "chart", "spec", "sourceRef")),
+                    (mapping(spec, "chartRef"), ("spec", "chartRef"))]
+        else:
+            continue
+        for ref, path in refs:
+            if not ref:
+                continue
+            wanted = (str(ref.get("kind", "")), str(ref.get("namespace") or manifest.namespace or "flux-system"),
+                      str(ref.get("name", "")))
+            if wanted not in present:
+                yield Finding("flux-source-missing", manifest,
+                              f"{manifest.kind} {manifest.name} reads {wanted[0]} {wanted[1]}/{wanted[2]}, "
+                              "which this environment does not define", path)

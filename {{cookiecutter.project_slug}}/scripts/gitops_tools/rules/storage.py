@@ -1,0 +1,216 @@
+"""FSx for Lustre and volume rules: StorageClass parameters, claim sizes, who mounts what."""
+
+from __future__ import annotations
+
+from .. import fsx
+from .model import Scope, mapping, plural, quantity, sequence
+from .registry import Finding, category
+
+rule = category("FSx for Lustre")
+
+PROVISIONER = "fsx.csi.aws.com"
+# StorageClasses an EKS cluster has without GitOps.
+_CLUSTER_STORAGE_CLASSES = ("gp2",)
+
+
+def storage_classes(scope: Scope) -> dict[str, object]:
+    return {m.name: m for m in scope.of("StorageClass", "storage.k8s.io")}
+
+
+def fsx_classes(scope: Scope):
+    return [m for m in storage_classes(scope).values() if m.doc.get("provisioner") == PROVISIONER]
+
+
+def parameters(storage_class) -> dict:
+    return {str(k): ("" if v is None else str(v)) for k, v in mapping(storage_class.doc, "parameters").items()}
+
+
+def claims(scope: Scope):
+    return scope.of("PersistentVolumeClaim", "")
+
+
+def _deployment_type(params: dict) -> str:
+    return params.get("deploymentType") or "SCRATCH_1"   # the FSx API's default
+
+
+@rule("storage-class-missing", "error", requires=("environment",),
+      description="A PersistentVolumeClaim names a StorageClass the environment does not define",
+      remediation="Define the StorageClass in the environment's infrastructure overlay, or fix storageClassName.",
+      docs="""A claim whose StorageClass does not exist stays Pending, and so do the pods that mount it. EKS
+      itself only provides `gp2`.""")
+def storage_class_missing(scope: Scope):
+    known = storage_classes(scope)
+    for claim in claims(scope):
+        name = mapping(claim.doc, "spec").get("storageClassName")
+        if name and name not in known and name not in _CLUSTER_STORAGE_CLASSES:
+            yield Finding("storage-class-missing", claim, f"StorageClass {name!r} is not defined in this environment",
+                          ("spec", "storageClassName"))
+
+
+@rule("fsx-storage-class-invalid", "error",
+      description="An FSx for Lustre StorageClass lacks a subnet or security groups, or sets invalid types",
+      remediation="Set parameters.subnetId (one subnet in the GPU nodes' zone), parameters.securityGroupIds "
+                  "(allowing TCP 988 and 1018-1023) and a valid deploymentType and storageType.",
+      docs="""The FSx CSI driver creates the file system in exactly one subnet with the given security groups;
+      without them, or with more than one subnet, creation fails and the claim stays Pending. deploymentType
+      is one of SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2; HDD storage needs PERSISTENT_1 and a
+      driveCacheType.""")
+def fsx_storage_class_invalid(scope: Scope):
+    for storage_class in fsx_classes(scope):
+        params = parameters(storage_class)
+        problems = []
+        subnet = params.get("subnetId", "").strip()
+        if not subnet:
+            problems.append(("subnetId", "no subnetId"))
+        elif "," in subnet:
+            problems.append(("subnetId", f"subnetId lists several subnets ({subnet}); FSx takes one"))
+        if not params.get("securityGroupIds", "").strip():
+            problems.append(("securityGroupIds", "no securityGroupIds"))
+        deployment = _deployment_type(params)
+        if deployment not in fsx.DEPLOYMENT_TYPES:
+            problems.append(("deploymentType", f"deploymentType {deployment} is not one of {', '.join(fsx.DEPLOYMENT_TYPES)}"))
+        storage = params.get("storageType", "SSD")
+        if storage not in ("SSD", "HDD", "INTELLIGENT_TIERING"):
+            problems.append(("storageType", f"storageType {storage} is not SSD or HDD"))
+        if storage == "HDD" and deployment != "PERSISTENT_1":
+            problems.append(("storageType", f"HDD storage needs PERSISTENT_1, not {deployment}"))
+        if storage == "HDD" and params.get("driveCacheType") not in ("NONE", "READ"):
+            problems.append(("driveCacheType", "HDD storage needs driveCacheType NONE or READ"))
+        for key, message in problems:
+            yield Finding("fsx-storage-class-invalid", storage_class, message, ("parameters", key))
+
+
+@rule("fsx-throughput-invalid", "error",
+      description="perUnitStorageThroughput does not fit the FSx deployment and storage type",
+      remediation="Use 125, 250, 500 or 1000 for PERSISTENT_2, 50, 100 or 200 for PERSISTENT_1 SSD, 12 or 40 for "
+                  "PERSISTENT_1 HDD, and none for SCRATCH types.",
+      docs="""FSx requires a per-unit throughput (MB/s per TiB) for persistent file systems, from a fixed list
+      per type, and refuses one on scratch file systems. The driver passes the parameter through, so a wrong
+      value fails at creation, after the sync.""")
+def fsx_throughput_invalid(scope: Scope):
+    for storage_class in fsx_classes(scope):
+        params = parameters(storage_class)
+        deployment = _deployment_type(params)
+        if deployment not in fsx.DEPLOYMENT_TYPES:
+            continue
+        storage = params.get("storageType", "SSD")
+        value = params.get("perUnitStorageThroughput", "")
+        allowed = fsx.valid_throughputs(deployment, storage)
+        if deployment in fsx.SCRATCH_TYPES:
+            message = f"{deployment} takes no perUnitStorageThroughput (set to {value})" if value else None
+        elif not value:
+            message = f"{deployment} needs perUnitStorageThroughput, one of {', '.join(map(str, allowed))}"
+        elif not value.isdigit() or int(value) not in allowed:
+            message = (f"perUnitStorageThroughput {value} is not valid for {deployment} {storage}; "
+                       f"use one of {', '.join(map(str, allowed)) or 'none'}")
+        else:
+            message = None
+        if message:
+            yield Finding("fsx-throughput-invalid", storage_class, message, ("parameters", "perUnitStorageThroughput"))
+
+
+@rule("fsx-s3-link-invalid", "error",
+      description="The StorageClass links S3 in a way the FSx deployment type does not support",
+      remediation="Use s3ImportPath only with SCRATCH_1, SCRATCH_2 or PERSISTENT_1; set it whenever s3ExportPath "
+                  "or autoImportPolicy is set, with the export in the same bucket.",
+      docs="""PERSISTENT_2 links S3 through data repository associations, which the CSI driver does not create,
+      so the FSx API rejects s3ImportPath, s3ExportPath and autoImportPolicy there. Export and auto-import
+      need an import path, and the export path must be in the import path's bucket.""")
+def fsx_s3_link_invalid(scope: Scope):
+    for storage_class in fsx_classes(scope):
+        params = parameters(storage_class)
+        deployment = _deployment_type(params)
+        linked = [k for k in ("s3ImportPath", "s3ExportPath", "autoImportPolicy") if params.get(k)]
+        if not linked:
+            continue
+        problems = []
+        if not fsx.supports_s3_import(deployment):
+            problems.append((linked[0], f"{deployment} cannot link S3 ({', '.join(linked)})"))
+        imported = params.get("s3ImportPath", "")
+        if not imported:
+            problems.append((linked[0], f"{linked[0]} needs s3ImportPath"))
+        elif fsx.s3_bucket(imported) is None:
+            problems.append(("s3ImportPath", f"s3ImportPath {imported} is not s3://bucket[/prefix]"))
+        exported = params.get("s3ExportPath", "")
+        if imported and exported and fsx.s3_bucket(imported) and fsx.s3_bucket(exported) != fsx.s3_bucket(imported):
+            problems.append(("s3ExportPath", f"s3ExportPath {exported} is not in the import bucket {fsx.s3_bucket(imported)}"))
+        for key, message in problems:
+            yield Finding("fsx-s3-link-invalid", storage_class, message, ("parameters", key))
+
+
+def _gib(value) -> float | None:
+    size = quantity(value)
+    return None if size is None else size / 2 ** 30
+
+
+@rule("fsx-capacity-invalid", "error",
+      description="The claim's size is not a capacity FSx creates for its deployment type",
+      remediation="Request an exact FSx size: 1200Gi, 2400Gi or a multiple of 3600Gi for SCRATCH_1; 1200Gi or a "
+                  "multiple of 2400Gi for SCRATCH_2 and PERSISTENT; multiples of 6000Gi or 1800Gi for HDD.",
+      docs="""The CSI driver rounds a claim up to the next size FSx accepts, so 1000Gi silently buys (and bills)
+      1200 GiB and 3000Gi buys 4800 GiB. Asking for the exact size keeps the cost visible in review.""")
+def fsx_capacity_invalid(scope: Scope):
+    classes = {c.name: c for c in fsx_classes(scope)}
+    for claim in claims(scope):
+        storage_class = classes.get(mapping(claim.doc, "spec").get("storageClassName"))
+        if storage_class is None:
+            continue
+        params = parameters(storage_class)
+        requested = mapping(claim.doc, "spec", "resources", "requests").get("storage")
+        size = _gib(requested)
+        throughput = params.get("perUnitStorageThroughput", "")
+        if size is None or not size.is_integer():
+            error = f"{requested} is not a whole number of GiB"
+        else:
+            error = fsx.capacity_error(_deployment_type(params), int(size), params.get("storageType", "SSD"),
+                                       int(throughput) if throughput.isdigit() else None)
+        if error:
+            yield Finding("fsx-capacity-invalid", claim, f"storage {requested}: {error}",
+                          ("spec", "resources", "requests", "storage"))
+
+
+def _mounting_pods(scope: Scope):
+    """(namespace, claim) -> [(pod template, pods it makes or None for per node, field path)]."""
+    found: dict[tuple[str, str], list] = {}
+    for template in scope.pod_templates:
+        for claim, path in template.claims():
+            found.setdefault((scope.namespace_of(template.owner), claim), []).append((template, path))
+    return found
+
+
+@rule("claim-not-read-write-many", "error",
+      description="A claim that several pods mount at once is not ReadWriteMany",
+      remediation="Set accessModes: [ReadWriteMany] on the claim (FSx for Lustre supports it).",
+      docs="""A ReadWriteOnce volume attaches to one node; the launcher and workers of an MPIJob run on several
+      nodes, so all but the first stay in ContainerCreating with a multi-attach error.""")
+def claim_not_read_write_many(scope: Scope):
+    users = _mounting_pods(scope)
+    for claim in claims(scope):
+        mounts = users.get((scope.namespace_of(claim), claim.name), [])
+        pods = sum((t.replicas if t.replicas is not None else 2) for t, _ in mounts)
+        modes = [str(m) for m in sequence(claim.doc, "spec", "accessModes")]
+        if pods > 1 and "ReadWriteMany" not in modes:
+            names = ", ".join(sorted({t.label for t, _ in mounts}))
+            yield Finding("claim-not-read-write-many", claim,
+                          f"{plural(pods, 'pod')} ({names}) mount it but accessModes is {modes or 'unset'}",
+                          ("spec", "accessModes"))
+
+
+@rule("claim-not-in-pod-namespace", "error",
+      description="A pod mounts a claim that is not in the pod's namespace",
+      remediation="Create the PersistentVolumeClaim in the namespace of the pods that mount it (claims are "
+                  "namespaced), or move the workload.",
+      docs="""A pod can only mount claims of its own namespace; otherwise it stays in ContainerCreating.
+      Without the whole environment the rule only reports claims it finds in another namespace.""")
+def claim_not_in_pod_namespace(scope: Scope):
+    by_name: dict[str, list[str]] = {}
+    for claim in claims(scope):
+        by_name.setdefault(claim.name, []).append(scope.namespace_of(claim))
+    for (namespace, name), mounts in _mounting_pods(scope).items():
+        found = by_name.get(name, [])
+        if namespace in found or (not found and not scope.complete):
+            continue
+        where = f"it is in {', '.join(sorted(found))}" if found else "no claim of that name exists"
+        for template, path in mounts:
+            yield Finding("claim-not-in-pod-namespace", template.owner,
+                          f"{template.label} in namespace {namespace} mounts claim {name}, but {where}", path)

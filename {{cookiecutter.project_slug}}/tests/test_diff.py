@@ -1,0 +1,272 @@
+"""scripts/diff on real git repositories made from this repository's manifests.
+
+Each test commits the manifests as generated to `main`, changes something the way a pull
+request would, and checks what diff reports. Real git, real kustomize, no mocks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
+from diff_fixtures import GitRepo, Result, environments, objects  # noqa: E402
+from gitops_tools.render import render_repository  # noqa: E402
+
+MPIJOB = "MPIJob training/horovod-train"
+PVC = "PersistentVolumeClaim training/fsx-training"
+
+
+@pytest.fixture
+def repo(tmp_path) -> GitRepo:
+    return GitRepo.create(tmp_path / "repo")
+
+
+def rendered(repo: GitRepo, env: str) -> list:
+    """The objects of one environment at the repository's current state."""
+    [environment] = render_repository(repo.root, [env])
+    return environment.objects
+
+
+def find(repo: GitRepo, env: str, kind: str, name: str) -> dict:
+    return next(m.doc for m in rendered(repo, env) if m.kind == kind and m.name == name)
+
+
+def notice_titles(env: dict, resource: str) -> dict[str, str]:
+    return {n["title"]: n["severity"] for n in env["notices"] if n["resource"] == resource}
+
+
+def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path):
+    # A user mid-work: one change staged, one not. diff must not disturb either.
+    repo.path("overlays/dev/training/notes.txt").write_text("unstaged\n")
+    repo.path("clusters/dev/notes.txt").write_text("staged\n")
+    repo.git("add", "clusters/dev/notes.txt")
+    state = [repo.git(*args) for args in (("status", "--porcelain=v2"), ("ls-files", "--stage"),
+                                          ("rev-parse", "HEAD"), ("branch", "--list"), ("worktree", "list"))]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    result = repo.cli("--base", "main", "--exit-code", env={"TMPDIR": str(scratch)})
+
+    assert (result.code, result.err) == (0, "")
+    assert "No changes in the rendered manifests." in result.out
+    assert [repo.git(*args) for args in (("status", "--porcelain=v2"), ("ls-files", "--stage"),
+                                         ("rev-parse", "HEAD"), ("branch", "--list"),
+                                         ("worktree", "list"))] == state
+    assert list(scratch.iterdir()) == [], "the temporary worktree was not removed"
+
+
+def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
+    job = find(repo, "prod", "MPIJob", "horovod-train")
+    workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    per_worker = int(workers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+    replicas = workers["replicas"]
+    repo.add_patch("overlays/prod/training", {
+        "target": {"kind": "MPIJob", "name": "horovod-train"},
+        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas",
+                                  "value": replicas + 2}]),
+    })
+
+    result = repo.diff("--base", "main", "--format", "json", "--exit-code")
+
+    assert result.code == 1, result.err
+    envs = environments(result)
+    assert envs["dev"]["status"] == "unchanged"
+    prod = envs["prod"]
+    assert prod["counts"] == {"added": 0, "changed": 1, "removed": 0}
+    assert (prod["mpijob_gpus"]["before"], prod["mpijob_gpus"]["after"]) == (
+        replicas * per_worker, (replicas + 2) * per_worker)
+    diff = objects(prod)[MPIJOB]["diff"]
+    assert f"-      replicas: {replicas}\n+      replicas: {replicas + 2}" in diff
+    titles = notice_titles(prod, MPIJOB)
+    assert titles == {"running job keeps its spec": "warning"}
+    capacity = prod["gpu_capacity"]["after"]
+    assert ("not enough GPUs" in notice_titles(prod, "GPU capacity")) == ((replicas + 2) * per_worker > capacity)
+
+
+def test_scaling_workers_in_markdown_puts_the_summary_first(repo):
+    job = find(repo, "prod", "MPIJob", "horovod-train")
+    replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    repo.add_patch("overlays/prod/training", {
+        "target": {"kind": "MPIJob"},
+        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas",
+                                  "value": replicas + 1}]),
+    })
+
+    result = repo.diff("--base", "main", "--format", "markdown")
+
+    body = result.out
+    assert result.code == 0
+    table = body.index("| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |")
+    assert table < body.index("### Notices") < body.index("<details><summary><b>prod</b>")
+    assert "| **prod** | ~1 |" in body and "→" in body
+    assert f"<details><summary>~ <code>{MPIJOB}</code>" in body
+    assert "```diff\n@@" in body
+    assert "<b>dev</b>" not in body
+
+
+def test_changing_the_image_changes_each_mpijob_and_nothing_else(repo):
+    kustomization = repo.read_yaml("overlays/base/training/kustomization.yaml")
+    [image] = [i for i in kustomization["images"] if i["name"] == "trainer"]
+    old_tag = str(image["newTag"])
+    image["newTag"] = "9.9.9-test"
+    repo.write_yaml("overlays/base/training/kustomization.yaml", kustomization)
+    repo.commit("bump the trainer image")
+
+    result = repo.diff("--base", "main~1", "--head", "main", "--format", "json")
+
+    for name, env in environments(result).items():
+        assert env["status"] == "changed", name
+        assert list(objects(env)) == [MPIJOB], name
+        diff = objects(env)[MPIJOB]["diff"]
+        assert f":{old_tag}" in diff and ":9.9.9-test" in diff
+        assert all(line.startswith(("-", "+")) is ("image:" in line) for line in diff.splitlines()
+                   if not line.startswith("@@") and line.strip()), diff
+
+
+def test_head_ref_ignores_the_working_tree(repo):
+    repo.add_patch("overlays/dev/training", {
+        "target": {"kind": "MPIJob"},
+        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
+    })
+    result = repo.diff("--base", "main", "--head", "main", "--exit-code")
+    assert (result.code, result.err) == (0, "")
+    assert "No changes" in result.out
+
+
+def test_adding_an_environment_adds_all_its_objects(repo):
+    shutil.copytree(repo.path("overlays/dev"), repo.path("overlays/qa"))
+    repo.path("clusters/qa").mkdir()
+    for source in repo.path("clusters/dev").glob("*.yaml"):
+        text = source.read_text().replace("./overlays/dev/", "./overlays/qa/")
+        repo.path(f"clusters/qa/{source.name}").write_text(text)
+    expected = len(rendered(repo, "dev")) + 1  # + the eksctl ClusterConfig
+
+    result = repo.diff("--base", "main", "--format", "json")
+
+    envs = environments(result)
+    assert envs["dev"]["status"] == envs["prod"]["status"] == "unchanged"
+    qa = envs["qa"]
+    assert qa["status"] == "added"
+    assert qa["counts"] == {"added": expected, "changed": 0, "removed": 0}
+    assert {obj["status"] for obj in qa["objects"]} == {"added"}
+    assert "new environment" in notice_titles(qa, "environment qa")
+    assert qa["mpijob_gpus"]["before"] == 0 and qa["mpijob_gpus"]["after"] == envs["dev"]["mpijob_gpus"]["after"]
+
+
+def test_deleting_the_pvc_warns_where_data_is_lost(repo):
+    expected = {}
+    for env in ("dev", "prod"):
+        claim = find(repo, env, "PersistentVolumeClaim", "fsx-training")
+        storage_class = find(repo, env, "StorageClass", claim["spec"]["storageClassName"])
+        policy = storage_class.get("reclaimPolicy", "Delete")
+        expected[env] = ("data loss", "danger") if policy == "Delete" else ("volume released", "warning")
+    assert sorted(v[1] for v in expected.values()) == ["danger", "warning"], "dev deletes, prod retains"
+    base = repo.read_yaml("overlays/base/training/kustomization.yaml")
+    base["resources"].remove("pvc.yaml")
+    repo.write_yaml("overlays/base/training/kustomization.yaml", base)
+    for env in ("dev", "prod"):
+        folder = f"overlays/{env}/training"
+        kustomization = repo.read_yaml(f"{folder}/kustomization.yaml")
+        kustomization["patches"] = [p for p in kustomization.get("patches", []) if p.get("path") != "pvc.yaml"]
+        repo.write_yaml(f"{folder}/kustomization.yaml", kustomization)
+
+    result = repo.diff("--base", "main", "--format", "json")
+
+    for env_name, (title, severity) in expected.items():
+        env = environments(result)[env_name]
+        assert objects(env)[PVC]["status"] == "removed"
+        assert notice_titles(env, PVC) == {title: severity}
+
+
+def secret_manifest(api_key: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "tracking", "namespace": "training"},
+            "type": "Opaque", "stringData": {"api-key": api_key, "user": "alice"}}
+
+
+def env_patch(token: str) -> dict:
+    value = [{"name": "TRACKING_TOKEN", "value": token}, {"name": "LOG_LEVEL", "value": "debug"}]
+    return {"target": {"kind": "MPIJob"},
+            "patch": yaml.safe_dump([{"op": "add", "value": value,
+                                      "path": "/spec/mpiReplicaSpecs/Launcher/template/spec/containers/0/env"}])}
+
+
+def test_secret_values_never_appear(repo):
+    folder = "overlays/dev/training"
+    repo.add_resource(folder, "secret.yaml", secret_manifest("first-api-key-value"))
+    repo.add_patch(folder, env_patch("first-token-value"))
+    repo.commit("add a tracking secret")
+    repo.write_yaml(f"{folder}/secret.yaml", secret_manifest("second-api-key-value"))
+    kustomization = repo.read_yaml(f"{folder}/kustomization.yaml")
+    kustomization["patches"][-1] = env_patch("second-token-value")
+    repo.write_yaml(f"{folder}/kustomization.yaml", kustomization)
+
+    outputs = {fmt: repo.diff("--base", "main", "--env", "dev", "--format", fmt).out
+               for fmt in ("text", "markdown", "json")}
+    added = repo.diff("--base", "main~1", "--head", "main", "--env", "dev", "--format", "json")
+
+    for text in [*outputs.values(), added.out]:
+        for value in ("first-api-key-value", "second-api-key-value", "first-token-value", "second-token-value",
+                      "alice"):
+            assert value not in text
+    changed = objects(environments(Result(0, outputs["json"], ""))["dev"])
+    secret_diff = changed["Secret training/tracking"]["diff"]
+    assert "-  api-key: '*** (before)'\n+  api-key: '*** (after)'" in secret_diff
+    assert "   user: '***'" in secret_diff  # unchanged: masked, and not shown as a change
+    job_diff = changed[MPIJOB]["diff"]
+    assert "-              value: '*** (before)'\n+              value: '*** (after)'" in job_diff
+    # LOG_LEVEL is no credential: shown as it is, and as unchanged context only.
+    assert "               value: debug" in job_diff
+    assert not [line for line in job_diff.splitlines() if line.startswith(("+", "-")) and "debug" in line]
+    new = objects(environments(added)["dev"])["Secret training/tracking"]
+    assert new["status"] == "added" and "+  api-key: '***'" in new["diff"]
+
+
+def reformat(value):
+    """The same data with every mapping's keys in reverse order."""
+    if isinstance(value, dict):
+        return {key: reformat(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [reformat(item) for item in value]
+    return value
+
+
+def test_comment_and_formatting_changes_show_nothing(repo):
+    files = sorted(repo.root.glob("clusters/**/*.yaml")) + sorted(repo.root.glob("overlays/**/*.yaml"))
+    for path in files:
+        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+        dumped = [yaml.safe_dump(reformat(doc), sort_keys=False, default_flow_style=True, width=50)
+                  for doc in documents]
+        path.write_text("# reformatted for the test\n" + "---\n# a comment between documents\n".join(dumped))
+    assert repo.git("diff", "--stat"), "nothing was reformatted"
+
+    result = repo.diff("--base", "main", "--exit-code")
+
+    assert (result.code, result.err) == (0, ""), result.out
+    assert "No changes" in result.out
+
+
+def test_unknown_base_ref_is_one_line_and_exit_2(repo):
+    result = repo.cli("--base", "no-such-branch")
+    assert result.code == 2
+    assert result.out == ""
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert result.err.startswith("diff: unknown git ref 'no-such-branch'")
+
+
+def test_a_side_that_does_not_render_is_one_line_and_exit_2(repo):
+    kustomization = repo.read_yaml("overlays/dev/training/kustomization.yaml")
+    kustomization["resources"].append("missing.yaml")
+    repo.write_yaml("overlays/dev/training/kustomization.yaml", kustomization)
+
+    result = repo.cli("--base", "main")
+
+    assert result.code == 2 and result.out == ""
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert result.err.startswith("diff: working tree does not render: overlays/dev/training")
+    assert str(repo.root) not in result.err
