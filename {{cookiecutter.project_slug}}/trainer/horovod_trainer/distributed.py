@@ -1,35 +1,19 @@
 """Horovod process setup and the few collectives the trainer uses."""
 
 import hashlib
-import os
 
 import horovod.tensorflow as hvd_tf
 import horovod.tensorflow.keras as hvd
 import numpy as np
 import tensorflow as tf
 
+from . import devices
+
 
 def init():
-    """hvd.init(), then give this process one GPU (by local rank) or a fair share of the CPU cores.
-
-    Returns a short description of the device for the startup log.
-    """
+    """hvd.init(), then one GPU per local rank (or a share of the cores); returns the device."""
     hvd.init()
-    gpus = tf.config.list_physical_devices("GPU")
-    for gpu in gpus:
-        # Grow memory on demand instead of TensorFlow reserving (almost) all of it up front.
-        tf.config.experimental.set_memory_growth(gpu, True)
-    if gpus:
-        index = hvd.local_rank() % len(gpus)
-        tf.config.set_visible_devices(gpus[index], "GPU")
-        shared = " (shared: more local ranks than GPUs)" if hvd.local_size() > len(gpus) else ""
-        return f"GPU {index}{shared}"
-    # Without this every process would start one thread per core and the processes on a host would
-    # fight over them.
-    cores = len(os.sched_getaffinity(0))
-    threads = max(1, cores // hvd.local_size())
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    return f"CPU ({threads} of {cores} cores)"
+    return devices.configure(hvd.local_rank(), hvd.local_size())
 
 
 def rank():

@@ -86,8 +86,8 @@ def _immutable(change: ObjectChange, context: Context, fields: list[str], recrea
         waiting = context.dependents(owner)
         blocked = f"; {', '.join(f'`{name}`' for name in waiting)} waits for it" if waiting else ""
         happens = (f"The API server rejects the update, so Flux Kustomization `{owner}` fails to apply"
-                   f"{blocked}. Applying it takes deleting the object first (or the annotation "
-                   f"`{FORCE_ANNOTATION}: enabled`): {recreated}")
+                   f"{blocked}. To apply it, delete the object (or set the annotation `{FORCE_ANNOTATION}: "
+                   f"enabled`) and Flux re-creates it: {recreated}")
     return Notice(severity, change.key.resource, "cannot change in place",
                   f"Changes {listed}, which cannot change on an existing object. {happens}")
 

@@ -82,7 +82,7 @@ def node_group_gpus(group: dict) -> tuple[int | None, str]:
     desired = group.get("desiredCapacity", _EKSCTL_DEFAULT_NODES)
     nodes = as_int(group.get("maxSize", desired))
     label = known[0].name if len(known) == 1 else "/".join(t.name for t in known)
-    return nodes * per_node, f"{group.get('name', '?')}: {nodes} x {label} ({per_node} GPUs)"
+    return nodes * per_node, f"{group.get('name', '?')}: {nodes} x {label} ({per_node} GPU{'s' if per_node != 1 else ''})"
 
 
 def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:

@@ -122,5 +122,5 @@ def extended_resource_limit_mismatch(scope: Scope):
                 else:
                     continue
                 yield Finding("extended-resource-limit-mismatch", template.owner,
-                              f"{template.label} container {container.name} {message}",
+                              f"{template.container_label(container)} {message}",
                               (*container.path, "resources", "requests", name))

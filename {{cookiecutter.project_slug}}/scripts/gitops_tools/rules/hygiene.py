@@ -40,7 +40,7 @@ def image_tag_latest(scope: Scope):
             if image and tag in ("", "latest"):
                 what = "untagged (so latest)" if tag == "" else "tagged latest"
                 yield Finding("image-tag-latest", template.owner,
-                              f"{template.label} container {container.name} image {image} is {what}",
+                              f"{template.container_label(container)} image {image} is {what}",
                               (*container.path, "image"))
 
 
@@ -61,7 +61,7 @@ def env_literal_credential(scope: Scope):
                 named = _SECRET_NAME.search(name) and not _NOT_A_SECRET.search(name)
                 if value and not value.startswith("$(") and (named or _AWS_KEY_ID.search(value)):
                     yield Finding("env-literal-credential", template.owner,
-                                  f"{template.label} container {container.name} sets {name} to a literal value",
+                                  f"{template.container_label(container)} sets {name} to a literal value",
                                   (*container.path, "env", index, "value"))
 
 

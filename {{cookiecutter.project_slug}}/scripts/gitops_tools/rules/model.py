@@ -121,7 +121,15 @@ class PodTemplate:
 
     @property
     def label(self) -> str:
+        """How messages name these pods; the report already names the object."""
+        return f"{self.role} pods" if self.role else "its pods"
+
+    @property
+    def full_label(self) -> str:
         return f"{self.owner.kind}/{self.owner.name}" + (f" {self.role}" if self.role else "")
+
+    def container_label(self, container: "Container") -> str:
+        return f"{self.role + ' ' if self.role else ''}container {container.name}"
 
     @cached_property
     def containers(self) -> list[Container]:

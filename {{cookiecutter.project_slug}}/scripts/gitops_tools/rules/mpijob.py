@@ -84,7 +84,7 @@ def launcher_requests_gpu(scope: Scope):
         for container in (launcher.containers + launcher.init_containers) if launcher else []:
             if container.request(GPU) > 0:
                 yield Finding("launcher-requests-gpu", job,
-                              f"launcher container {container.name} requests "
+                              f"{launcher.container_label(container)} requests "
                               f"{plural(container.request(GPU), 'GPU')} that the operator hides from it",
                               (*container.path, "resources"))
 

@@ -118,7 +118,7 @@ def worker_resources_unset(scope: Scope):
         missing = [r for r in ("cpu", "memory") if container.request(r) <= 0]
         if missing:
             yield Finding("worker-resources-unset", template.owner,
-                          f"worker container {container.name} requests no {' or '.join(missing)}",
+                          f"{template.container_label(container)} requests no {' or '.join(missing)}",
                           (*container.path, "resources"))
 
 

@@ -190,7 +190,7 @@ def claim_not_read_write_many(scope: Scope):
         pods = sum((t.replicas if t.replicas is not None else 2) for t, _ in mounts)
         modes = [str(m) for m in sequence(claim.doc, "spec", "accessModes")]
         if pods > 1 and "ReadWriteMany" not in modes:
-            names = ", ".join(sorted({t.label for t, _ in mounts}))
+            names = ", ".join(sorted({t.full_label for t, _ in mounts}))
             yield Finding("claim-not-read-write-many", claim,
                           f"{plural(pods, 'pod')} ({names}) mount it but accessModes is {modes or 'unset'}",
                           ("spec", "accessModes"))

@@ -18,6 +18,22 @@ def figure(value: Figure, arrow: str = ARROW) -> str:
     return f"{number(value.before)} {arrow} {number(value.after)}"
 
 
+def how(value: Figure, arrow: str = ARROW) -> str:
+    """How a figure is made up: "a: 2 workers x 8 -> a: 4 workers x 8", or one side when unchanged."""
+    if not value.changed:
+        return value.after_detail
+    return f"{value.before_detail or 'none'} {arrow} {value.after_detail or 'none'}"
+
+
+def figure_lines(env: EnvironmentDiff, arrow: str = ARROW) -> list[str]:
+    lines = []
+    for name, value in (("MPIJob GPUs", env.mpijob_gpus), ("GPU node capacity", env.gpu_capacity)):
+        detail = how(value, arrow)
+        if detail:
+            lines.append(f"{name} {figure(value, arrow)}: {detail}")
+    return lines
+
+
 def counts(env: EnvironmentDiff) -> str:
     """"+1 ~2 -0" style counts, leaving out the zeros ("no change" when all are)."""
     parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in (ADDED, CHANGED, REMOVED)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
-from .common import counts, env_title, figure, owner, stat
+from .common import counts, env_title, figure, figure_lines, owner, stat
 
 GITHUB_LIMIT = 65_536
 # Room for what a workflow adds around the body (a hidden marker, a footer).
@@ -37,8 +37,8 @@ def _summary(report: Report, max_chars: int) -> str:
              f"`{report.base.label}` {ARROW} `{report.head.label}`"]
     if not report.has_changes:
         return "\n".join(lines + ["", "No changes in the rendered manifests."]) + "\n"
-    changed = report.changed
-    lines[-1] += f": **{len(changed)} of {len(report.environments)} environments change.**"
+    changed, total = report.changed, len(report.environments)
+    lines[-1] += f": changes in **{len(changed)} of {total}** environment{'s' if total != 1 else ''}."
     lines += ["", "| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |",
               "| --- | --- | --- | --- | --- |"]
     rows = [f"| {_env_cell(env)} | {counts(env)} | {figure(env.mpijob_gpus, ARROW)} | "
@@ -78,7 +78,9 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
     """The collapsible diffs that fit, and (environment, change) for each one left out."""
     parts, cut, used = [], [], 0
     for env in report.changed:
-        opening = f"<details><summary><b>{env_title(env)}</b>: {counts(env)}</summary>\n\n"
+        figures = "".join(f"- {line}\n" for line in figure_lines(env, ARROW))
+        opening = (f"<details><summary><b>{env_title(env)}</b>: {counts(env)}</summary>\n\n"
+                   f"{figures}{chr(10) if figures else ''}")
         closing = "</details>\n\n"
         kept = []
         for change in env.changes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import DANGER, STATUS_SIGN, WARNING, Report
-from .common import counts, env_title, figure, owner, stat
+from .common import counts, env_title, figure, figure_lines, owner, stat
 
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
 
@@ -34,6 +34,7 @@ def render(report: Report, color: bool = False) -> str:
 
     for env in report.changed:
         lines += ["", paint(f"=== {env_title(env)}: {counts(env)}", "bold")]
+        lines += [f"  {line}" for line in figure_lines(env)]
         for change in env.changes:
             title = f"{STATUS_SIGN[change.status]} {change.key.resource}  ({owner(change)}, {stat(change)})"
             lines += ["", paint(title, "bold")]

@@ -1,0 +1,163 @@
+"""Output formats: a table from format name to function, for results and for the rule catalogue."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+
+from .rules import CONTEXTS, Rule, all_rules
+from .rules.hygiene import SUPPRESSION_PREFIX
+from .runner import Reported, Result
+
+_CONTEXT_NAMES = {"cluster": "ClusterConfig", "environment": "whole environment", "flux": "Flux Kustomizations"}
+
+
+def _summary(result: Result) -> dict:
+    return {"errors": result.count("error"), "warnings": result.count("warning"), "skipped": len(result.skipped),
+            "environments": result.environments, "objects": result.objects}
+
+
+def _summary_line(result: Result) -> str:
+    counts = _summary(result)
+
+    def n(count, word):
+        return f"{count} {word}{'' if count == 1 else 's'}"
+
+    envs = ", ".join(result.environments) or "no environment"
+    return (f"{n(counts['errors'], 'error')}, {n(counts['warnings'], 'warning')}, {counts['skipped']} suppressed "
+            f"in {n(result.objects, 'object')} ({envs})")
+
+
+def _where(finding: Reported) -> str:
+    return f"{finding.file}:{finding.line}" if finding.line else (finding.file or "-")
+
+
+def text(result: Result) -> str:
+    lines = []
+    for env, by_env in groupby(result.findings, key=lambda f: f.env):
+        lines.append(f"{env or 'sources'}:")
+        for file, by_file in groupby(by_env, key=lambda f: f.file):
+            lines.append(f"  {file or '-'}")
+            for finding in by_file:
+                at = f"line {finding.line}" if finding.line else "-"
+                subject = f"{finding.resource}: " if finding.resource else ""
+                lines.append(f"    {at:<9} {finding.severity:<7} {finding.rule}  {subject}{finding.message}")
+                lines.append(f"    {'':<9} {'fix:':<7} {finding.remediation}")
+    if result.skipped:
+        lines.append("suppressed:")
+        lines.extend(f"  {f.env or '-'} {_where(f)} {f.rule} {f.resource}: {f.reason}" for f in result.skipped)
+    if result.notes:
+        lines.append("notes:")
+        lines.extend(f"  {note}" for note in result.notes)
+    lines.append(_summary_line(result))
+    return "\n".join(lines) + "\n"
+
+
+def as_json(result: Result) -> str:
+    document = {"summary": _summary(result), "findings": [f.as_dict() for f in result.findings],
+                "skipped": [f.as_dict() for f in result.skipped], "notes": result.notes}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(name: str, message: str, **properties) -> str:
+    props = ",".join(f"{k}={_escape_property(str(v))}" for k, v in properties.items() if v not in ("", 0, None))
+    return f"::{name}{' ' + props if props else ''}::{_escape_data(message)}"
+
+
+def github(result: Result) -> str:
+    """GitHub Actions workflow commands: one annotation per finding, on its file and line."""
+    lines = []
+    for f in result.findings:
+        title = f"{f.rule} ({f.env})" if f.env else f.rule
+        subject = f"{f.resource}: " if f.resource else ""
+        lines.append(_command(f.severity, f"{subject}{f.message}\nFix: {f.remediation}",
+                              file=f.file, line=f.line, title=title))
+    for f in result.skipped:
+        lines.append(_command("notice", f"{f.rule} suppressed on {f.resource}: {f.reason}", file=f.file, line=f.line,
+                              title=f"suppressed {f.rule}"))
+    lines.extend(_command("notice", note) for note in result.notes)
+    lines.append(_summary_line(result))
+    return "\n".join(lines) + "\n"
+
+
+FORMATS = {"text": text, "json": as_json, "github": github}
+
+
+# --- the rule catalogue -------------------------------------------------------------------
+
+def _severity(rule: Rule) -> str:
+    if rule.production_severity:
+        return f"{rule.severity} ({rule.production_severity} in production)"
+    if rule.stage == "source":
+        return "yamllint's level"
+    return rule.severity
+
+
+def _needs(rule: Rule) -> str:
+    return ", ".join(_CONTEXT_NAMES[c] for c in rule.requires) or "-"
+
+
+def rules_text(rules: list[Rule]) -> str:
+    width = max(len(r.id) for r in rules)
+    lines = [f"{r.id:<{width}}  {_severity(r):<10}  {r.description}" for r in rules]
+    return "\n".join(lines) + "\n"
+
+
+def rules_json(rules: list[Rule]) -> str:
+    return json.dumps([{"id": r.id, "severity": r.severity, "production_severity": r.production_severity,
+                        "category": r.category, "stage": r.stage, "requires": list(r.requires),
+                        "description": r.description, "remediation": r.remediation, "docs": r.docs}
+                       for r in rules], indent=2) + "\n"
+
+
+def rules_markdown(rules: list[Rule]) -> str:
+    lines = [
+        "# Validation rules",
+        "",
+        "<!-- Generated by `scripts/validate --list-rules --format markdown` from the rule registry",
+        "     (scripts/gitops_tools/rules/); tests/test_rules_doc.py fails when this file drifts. -->",
+        "",
+        "`scripts/validate` lints the YAML sources, renders every environment once, checks every object",
+        "against its schema and then applies the rules below to each environment as a whole. A finding of",
+        "severity error makes it exit 1; warnings are reported and only fail with `--strict`. Rules that need",
+        "context the inputs lack (the ClusterConfig, the whole environment, the Flux Kustomizations) are",
+        "skipped, and the report says which.",
+        "",
+        "Suppress a rule for one object with an annotation that says why; the finding is then reported as",
+        "suppressed, with the reason:",
+        "",
+        "```yaml",
+        "metadata:",
+        "  annotations:",
+        f'    {SUPPRESSION_PREFIX}image-tag-latest: "nightly smoke test, always the newest build"',
+        "```",
+        "",
+        "| Rule | Severity | Needs | Description |",
+        "| --- | --- | --- | --- |",
+    ]
+    lines.extend(f"| [`{r.id}`](#{r.id}) | {_severity(r)} | {_needs(r)} | {r.description} |" for r in rules)
+    for category, members in groupby(rules, key=lambda r: r.category):
+        lines += ["", f"## {category}"]
+        for r in members:
+            lines += ["", f"### {r.id}", "", f"{r.description}.", "", r.docs, "",
+                      f"- Severity: {_severity(r)}",
+                      f"- Needs: {_needs(r) if r.requires else 'the objects alone'}",
+                      f"- Fix: {r.remediation}"]
+    lines += ["", "Contexts a rule may need:", ""]
+    lines.extend(f"- {_CONTEXT_NAMES[k]}: {v}" for k, v in CONTEXTS.items())
+    return "\n".join(lines) + "\n"
+
+
+RULE_FORMATS = {"text": rules_text, "json": rules_json, "markdown": rules_markdown}
+
+
+def list_rules(fmt: str) -> str:
+    return RULE_FORMATS[fmt](all_rules())

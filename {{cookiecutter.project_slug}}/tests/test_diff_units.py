@@ -1,0 +1,299 @@
+"""Unit tests of diff's parts that need no git or kustomize: masking, impact figures,
+notices about changes that cannot apply in place, and the markdown size cap."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gitops_tools.diff import hazards, impact, masking
+from gitops_tools.diff.formats import markdown
+from gitops_tools.diff.model import (CHANGED, DANGER, INFO, WARNING, EnvironmentDiff, Key, ObjectChange, Report,
+                                     Side)
+from gitops_tools.diff.pairing import unified
+from gitops_tools.diff.report import build_report
+from gitops_tools.manifests import Environment, FluxKustomization, Manifest
+
+# --- masking ---------------------------------------------------------------------------------------
+
+
+def secret(**string_data) -> dict:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
+            "data": {"token": "c2VjcmV0"}, "stringData": dict(string_data)}
+
+
+def pod(*env: tuple[str, str]) -> dict:
+    container = {"name": "main", "image": "app", "env": [{"name": n, "value": v} for n, v in env]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container]}}
+
+
+@pytest.mark.parametrize("name", ["PASSWORD", "db_password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                  "GITHUB_TOKEN", "apiKey", "WANDB_API_KEY", "SERVICE_CREDENTIALS",
+                                  "aws-session-token", "PRIVATE_KEY_PEM", "DATABASE_DSN"])
+def test_credential_names_are_recognised(name):
+    assert masking.looks_like_credential(name)
+
+
+@pytest.mark.parametrize("name", ["NCCL_DEBUG", "LOG_LEVEL", "EPOCHS", "HOROVOD_CYCLE_TIME", "PATH"])
+def test_ordinary_names_are_not(name):
+    assert not masking.looks_like_credential(name)
+
+
+def test_every_secret_value_is_masked_and_the_original_is_untouched():
+    doc = secret(password="hunter2")
+    doc["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": '{"data": "x"}'}
+    original = copy.deepcopy(doc)
+    masked = masking.mask(doc)
+    assert masked["data"] == {"token": "***"} and masked["stringData"] == {"password": "***"}
+    assert masked["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] == "***"
+    assert doc == original
+
+
+def test_a_changed_value_is_marked_before_and_after_and_an_unchanged_one_is_not():
+    before, after = masking.mask_pair(secret(password="old", user="u"), secret(password="new", user="u"))
+    assert before["stringData"] == {"password": "*** (before)", "user": "***"}
+    assert after["stringData"] == {"password": "*** (after)", "user": "***"}
+    assert before["data"] == after["data"] == {"token": "***"}
+
+
+def test_credential_env_values_are_masked_wherever_the_env_list_is():
+    mpijob = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "j"},
+              "spec": {"mpiReplicaSpecs": {"Launcher": {"template": pod(("AWS_SECRET_ACCESS_KEY", "abc"),
+                                                                        ("EPOCHS", "20"))}}}}
+    masked = masking.mask(mpijob)
+    env = masked["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "AWS_SECRET_ACCESS_KEY", "value": "***"}, {"name": "EPOCHS", "value": "20"}]
+
+
+def test_env_values_pair_by_name_not_position():
+    # A variable inserted in front must not make the unchanged secret look changed.
+    before, after = masking.mask_pair(pod(("API_TOKEN", "same")), pod(("MODE", "x"), ("API_TOKEN", "same")))
+    assert before["spec"]["containers"][0]["env"][0]["value"] == "***"
+    assert after["spec"]["containers"][0]["env"][1]["value"] == "***"
+
+
+def test_a_diff_of_a_changed_secret_says_so_without_the_values():
+    text, additions, deletions = unified(secret(password="p4ssw0rd-old"), secret(password="p4ssw0rd-new"), 3)
+    assert "p4ssw0rd" not in text and "c2VjcmV0" not in text
+    assert "-  password: '*** (before)'" in text and "+  password: '*** (after)'" in text
+    assert (additions, deletions) == (1, 1)
+
+
+def test_a_config_map_is_not_masked():
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"token": "visible"}}
+    assert masking.mask(config) == config
+
+
+# --- impact figures ----------------------------------------------------------------------------------
+
+
+def manifest(doc: dict, env: str = "prod", source: str = "training") -> Manifest:
+    return Manifest(doc=doc, file="test.yaml", env=env, source=source)
+
+
+def mpijob(workers: int, gpus: int, launcher_gpus: int = 0) -> dict:
+    def template(count):
+        resources = {"limits": {"nvidia.com/gpu": count}} if count else {}
+        return {"spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "train", "namespace": "t"},
+            "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": template(launcher_gpus)},
+                                         "Worker": {"replicas": workers, "template": template(gpus)}}}}
+
+
+def cluster_config(max_size, instance_type: str = "p4d.24xlarge") -> dict:
+    return {"apiVersion": "eksctl.io/v1alpha5", "kind": "ClusterConfig", "metadata": {"name": "c"},
+            "managedNodeGroups": [{"name": "system", "instanceType": "m6i.xlarge", "maxSize": 3},
+                                  {"name": "gpu", "instanceType": instance_type, "maxSize": max_size}]}
+
+
+def test_mpijob_gpus_are_replicas_times_gpus_per_pod():
+    assert impact.mpijob_gpus(mpijob(workers=4, gpus=8)) == (32, ["4 workers x 8"])
+    assert impact.mpijob_gpus(mpijob(workers=2, gpus=1, launcher_gpus=1))[0] == 3
+
+
+def test_an_init_container_counts_when_it_needs_more_than_the_containers():
+    spec = {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "initContainers": [{"resources": {"requests": {"nvidia.com/gpu": "4"}}}]}
+    assert impact.pod_gpus(spec) == 4
+
+
+def test_gpu_capacity_is_max_size_times_gpus_per_instance():
+    assert impact.gpu_capacity(manifest(cluster_config(4))) == (32, "gpu: 4 x p4d.24xlarge (8 GPUs)")
+    assert impact.gpu_capacity(manifest(cluster_config(4, "x9.huge")))[0] is None
+    assert impact.gpu_capacity(None)[0] is None
+
+
+# --- hazards -------------------------------------------------------------------------------------------
+
+
+def flux_kustomization(name: str, prune: bool = True, depends_on=(), force: bool = False) -> FluxKustomization:
+    doc = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+           "metadata": {"name": name, "namespace": "flux-system"},
+           "spec": {"path": f"./{name}", "prune": prune, "force": force}}
+    return FluxKustomization(manifest=manifest(doc, source=""), path=name, depends_on=list(depends_on))
+
+
+def storage_class(**fields) -> dict:
+    doc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
+           "provisioner": "fsx.csi.aws.com", "parameters": {"deploymentType": "SCRATCH_2"},
+           "allowVolumeExpansion": True}
+    doc.update(fields)
+    return doc
+
+
+def claim(size: str = "1200Gi", storage_class_name: str = "fsx", modes=("ReadWriteMany",)) -> dict:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "t"},
+            "spec": {"accessModes": list(modes), "storageClassName": storage_class_name,
+                     "resources": {"requests": {"storage": size}}}}
+
+
+def environment(objects: list[dict], prune: bool = True, force: bool = False) -> Environment:
+    infrastructure = flux_kustomization("infrastructure", prune, force=force)
+    training = flux_kustomization("training", prune, depends_on=["infrastructure"], force=force)
+    infrastructure.objects = [manifest(d, source="infrastructure") for d in objects if d["kind"] == "StorageClass"]
+    training.objects = [manifest(d, source="training") for d in objects if d["kind"] != "StorageClass"]
+    return Environment("prod", [infrastructure, training])
+
+
+def report_notices(before: list[dict], after: list[dict], **env_options) -> list:
+    side = Side("x", "x", "x")
+    report = build_report(side, [environment(before, **env_options)], side, [environment(after, **env_options)])
+    return [(n.severity, n.resource, n.title) for _, n in report.notices]
+
+
+def test_storage_class_parameters_cannot_change_in_place():
+    found = report_notices([storage_class()], [storage_class(parameters={"deploymentType": "PERSISTENT_2"})])
+    assert found == [(DANGER, "StorageClass fsx", "cannot change in place")]
+
+
+def test_the_notice_names_the_kustomization_that_fails_and_who_waits():
+    side = Side("x", "x", "x")
+    report = build_report(side, [environment([storage_class()])], side,
+                          [environment([storage_class(reclaimPolicy="Retain")])])
+    [(_, notice)] = report.notices
+    assert "`infrastructure` fails to apply; `training` waits for it" in notice.message
+    assert "`reclaimPolicy`" in notice.message
+
+
+def test_with_force_flux_recreates_instead_of_failing():
+    side = Side("x", "x", "x")
+    report = build_report(side, [environment([storage_class()], force=True)], side,
+                          [environment([storage_class(provisioner="other")], force=True)])
+    [(_, notice)] = report.notices
+    assert notice.message.count("Flux deletes and re-creates it") == 1 and "fails to apply" not in notice.message
+
+
+def test_a_storage_class_change_that_is_allowed_says_nothing():
+    assert report_notices([storage_class()], [storage_class(allowVolumeExpansion=False)]) == []
+
+
+def test_a_claim_cannot_shrink_or_change_class_but_can_grow():
+    sc = storage_class()
+    assert report_notices([sc, claim("2400Gi")], [sc, claim("1200Gi")]) == [
+        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")]
+    assert report_notices([sc, claim()], [sc, claim(storage_class_name="other")]) == [
+        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")]
+    assert report_notices([sc, claim("1200Gi")], [sc, claim("2.4Ti")]) == [
+        (INFO, "PersistentVolumeClaim t/data", "volume grows")]
+
+
+def test_a_job_template_and_a_daemonset_selector_cannot_change_in_place():
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "t"},
+           "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "a:1"}]}}}}
+    new_job = copy.deepcopy(job)
+    new_job["spec"]["template"]["spec"]["containers"][0]["image"] = "a:2"
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "t"},
+                 "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {}}}
+    new_daemonset = copy.deepcopy(daemonset)
+    new_daemonset["spec"]["selector"]["matchLabels"]["app"] = "e"
+    assert report_notices([job, daemonset], [new_job, new_daemonset]) == [
+        (DANGER, "DaemonSet t/d", "cannot change in place"), (DANGER, "Job t/j", "cannot change in place")]
+
+
+def test_a_removed_claim_loses_data_only_where_flux_prunes_and_the_class_deletes():
+    assert report_notices([storage_class(), claim()], [storage_class()]) == [
+        (DANGER, "PersistentVolumeClaim t/data", "data loss")]
+    assert report_notices([storage_class(reclaimPolicy="Retain"), claim()], [storage_class(reclaimPolicy="Retain")]) == [
+        (WARNING, "PersistentVolumeClaim t/data", "volume released")]
+    assert report_notices([storage_class(), claim()], [storage_class()], prune=False) == [
+        (INFO, "Kustomization training", "left on the cluster")]
+
+
+def test_removing_an_fsx_class_with_its_claims_is_data_loss():
+    found = report_notices([storage_class(), claim()], [])
+    assert (DANGER, "StorageClass fsx", "data loss") in found
+    assert report_notices([storage_class()], []) == [(WARNING, "StorageClass fsx", "FSx class removed")]
+
+
+def test_more_mpijob_gpus_than_nodes_hold_is_flagged():
+    side = Side("x", "x", "x")
+    before, after = environment([mpijob(2, 8)]), environment([mpijob(4, 8)])
+    before.cluster_config = after.cluster_config = manifest(cluster_config(2), source="eksctl")
+    report = build_report(side, [before], side, [after])
+    env = report.environments[0]
+    assert (env.mpijob_gpus.before, env.mpijob_gpus.after, env.gpu_capacity.after) == (16, 32, 16)
+    assert (WARNING, "GPU capacity", "not enough GPUs") in [(n.severity, n.resource, n.title) for n in env.notices]
+
+
+@pytest.mark.parametrize("text, value", [("1200Gi", 1200 * 2**30), ("2.4Ti", 2.4 * 2**40), ("5e3", 5000),
+                                         ("1G", 10**9), ("12Qi", None), ("lots", None)])
+def test_quantities(text, value):
+    parsed = hazards.parse_quantity(text)
+    assert (parsed is None) if value is None else float(parsed) == pytest.approx(value)
+
+
+# --- markdown cap --------------------------------------------------------------------------------------
+
+
+def big_report(objects: int, lines_per_object: int) -> Report:
+    changes = []
+    for number in range(objects):
+        diff = "@@ -1,1 +1,1 @@\n" + "\n".join(f"+  line {i}: {'x' * 60}" for i in range(lines_per_object))
+        changes.append(ObjectChange(key=Key("prod", "apps", "Deployment", "t", f"app-{number:03d}"), status=CHANGED,
+                                    before=None, after=None, diff=diff, additions=lines_per_object))
+    environments = [EnvironmentDiff("prod", CHANGED, changes)]
+    return Report(Side("main (abc)", "main", "abc"), Side("working tree", "", ""), environments)
+
+
+def test_a_small_comment_is_complete():
+    body = markdown.render(big_report(3, 5))
+    assert body.count("<details><summary>~ <code>Deployment t/app-") == 3
+    assert "left out" not in body
+
+
+def test_a_big_comment_stays_under_githubs_limit_and_says_what_it_cut():
+    report = big_report(300, 40)   # about 900,000 characters of diff
+    body = markdown.render(report, full_diff_hint="Run `scripts/diff --base abc` for the full diff.")
+    assert len(body) <= markdown.DEFAULT_LIMIT < markdown.GITHUB_LIMIT
+    shown = body.count("<details><summary>~ <code>Deployment t/app-")
+    assert 0 < shown < 300
+    note = body[body.index("> [!NOTE]"):].split("\n\n", 1)[0]
+    assert f"The diffs of {300 - shown} objects were left out" in note
+    assert f"`prod: Deployment t/app-{shown:03d}`" in note     # the first one cut is named
+    assert f"and {300 - shown - 20} more" in note
+    assert "scripts/diff --base abc" in note
+    assert body.index("| Environment |") < body.index("> [!NOTE]") < body.index("<details>")
+
+
+def test_the_cap_is_a_parameter():
+    body = markdown.render(big_report(300, 40), max_chars=20_000)
+    assert len(body) <= 20_000 and "left out" in body
+
+
+def test_a_diff_with_backticks_gets_a_longer_fence():
+    report = big_report(1, 1)
+    report.environments[0].changes[0].diff = "@@ -1 +1 @@\n+  script: |\n+    echo ```"
+    assert "````diff\n" in markdown.render(report)
+
+
+def test_no_change_is_one_sentence():
+    report = Report(Side("main (abc)", "main", "abc"), Side("working tree", "", ""), [EnvironmentDiff("dev", "")])
+    assert "No changes in the rendered manifests." in markdown.render(report)
+
+
+def test_unified_diff_ignores_key_order_and_shows_multiline_strings_as_blocks():
+    before = {"kind": "ConfigMap", "apiVersion": "v1", "data": {"run.sh": "set -e\necho one\n"}}
+    after = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"run.sh": "set -e\necho two\n"}}
+    text, additions, deletions = unified(before, after, 1)
+    assert "-    echo one\n+    echo two" in text and (additions, deletions) == (1, 1)

@@ -1,0 +1,65 @@
+"""The benchmark's reference: the trainer's model and input pipeline in plain Keras, no Horovod.
+
+    python -m horovod_trainer.keras_baseline --data-dir DIR --stats-file FILE [--model cnn ...]
+
+Same model, optimizer, batch size, data order and throughput meter as `train` with one process; only
+Horovod (DistributedOptimizer, callbacks, collectives) is left out.
+"""
+
+import json
+import os
+import sys
+
+from . import manifest
+from .errors import TrainerError, report_errors
+from .models import MODEL_NAMES
+from .settings import Option, at_least, positive, resolve
+
+PROG = "keras_baseline"
+
+OPTIONS = (
+    Option("--data-dir", str, None, "directory written by prepare_data (required)"),
+    Option("--model", str, "mlp", "model to train", choices=MODEL_NAMES),
+    Option("--epochs", int, 5, "epochs (the first is not timed)", check=at_least(2)),
+    Option("--batch-size", int, 32, "samples per step", check=at_least(1)),
+    Option("--base-lr", float, 0.001, "learning rate", check=positive),
+    Option("--seed", int, 0, "seed for weights and shuffling", check=at_least(0)),
+    Option("--stats-file", str, None, "write {train_samples_per_second, device} as JSON here (required)"),
+)
+
+
+@report_errors(PROG)
+def main(argv=None):
+    settings = resolve(OPTIONS, argv, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
+    for required in ("data_dir", "stats_file"):
+        if not settings[required]:
+            raise TrainerError(f"--{required.replace('_', '-')} is required")
+    data = manifest.load(settings["data_dir"])
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+    import tensorflow as tf
+
+    from . import atomic, devices, input_pipeline, models, sharding
+    from .callbacks import ThroughputMeter
+
+    device = devices.configure()
+    tf.keras.utils.set_random_seed(settings["seed"])
+
+    batch_size = settings["batch_size"]
+    plan = sharding.plan_rank([shard.samples for shard in data.shards("train")], 1, 0, batch_size)
+    model = models.build_model(settings["model"], data.feature_shape, data.num_classes)
+    models.compile_model(model, tf.keras.optimizers.Adam(learning_rate=settings["base_lr"]))
+    meter = ThroughputMeter(batch_size)
+    batches = input_pipeline.train_batches(data, plan, settings["seed"], 0, settings["epochs"])
+    model.fit(batches, steps_per_epoch=plan.steps_per_epoch, epochs=settings["epochs"], callbacks=[meter], verbose=0)
+
+    stats = {
+        "train_samples_per_second": meter.samples_per_second,
+        "device": device,
+    }
+    atomic.write_text(settings["stats_file"], json.dumps(stats, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
