@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +23,27 @@ SCHEMA_DIR = Path(os.environ.get("GITOPS_SCHEMA_DIR") or TEMPLATE.parent / "shar
 def pytest_configure(config):
     if not (SCHEMA_DIR / "eksctl" / "schema.json").is_file():
         raise pytest.UsageError(f"no upstream schemas at {SCHEMA_DIR}; set GITOPS_SCHEMA_DIR")
+
+
+def clean_copy(source: Path, destination: Path) -> Path:
+    """The template as it would be committed: tracked and not-ignored files only, so local
+    virtual environments, caches and demo output never reach a bake."""
+    if not (source / ".git").exists():
+        return source
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=source, check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        path = source / name
+        if path.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return destination
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory) -> Path:
+    return clean_copy(TEMPLATE, tmp_path_factory.mktemp("template"))
 
 
 class Bake:
@@ -50,13 +73,13 @@ class Bake:
 
 
 @pytest.fixture(scope="session")
-def bake_factory(tmp_path_factory):
+def bake_factory(tmp_path_factory, template):
     cache: dict[str, Bake] = {}
 
     def bake(name: str, **answers) -> Bake:
         if name not in cache:
             out = tmp_path_factory.mktemp(f"bake-{name}")
-            path = Path(cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out), extra_context=answers))
+            path = Path(cookiecutter(str(template), no_input=True, output_dir=str(out), extra_context=answers))
             cache[name] = Bake(path, answers)
         return cache[name]
 

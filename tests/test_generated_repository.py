@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SCHEMA_DIR, TEMPLATE
+from conftest import SCHEMA_DIR
 
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory, template) -> Path:
     out = tmp_path_factory.mktemp("user")
-    subprocess.run([str(COOKIECUTTER), "--no-input", str(TEMPLATE), "-o", str(out), "project_slug=x"],
+    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=x"],
                    check=True, capture_output=True, text=True, timeout=300)
     return out / "x"
 
@@ -49,8 +49,8 @@ def test_own_test_suite_passes(project):
     run(project, "make", "test")
 
 
-def test_render_refuses_without_setup(tmp_path):
-    subprocess.run([str(COOKIECUTTER), "--no-input", str(TEMPLATE), "-o", str(tmp_path), "project_slug=y"],
+def test_render_refuses_without_setup(template, tmp_path):
+    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(tmp_path), "project_slug=y"],
                    check=True, capture_output=True, timeout=300)
     env = {k: v for k, v in os.environ.items() if k != "GITOPS_PYTHON"}
     result = subprocess.run(["scripts/render"], cwd=tmp_path / "y", env=env, capture_output=True, text=True)

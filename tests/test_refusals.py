@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TEMPLATE
 
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 
@@ -39,11 +38,11 @@ BAD_ANSWERS = {
 
 
 @pytest.mark.parametrize("answers, question", BAD_ANSWERS.values(), ids=BAD_ANSWERS.keys())
-def test_bad_answer_refused_before_anything_is_written(tmp_path, answers, question):
+def test_bad_answer_refused_before_anything_is_written(template, tmp_path, answers, question):
     out = tmp_path / "out"
     out.mkdir()
     pairs = [f"{key}={value}" for key, value in answers.items()]
-    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(TEMPLATE), "-o", str(out), *pairs],
+    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), *pairs],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     ours = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
@@ -53,8 +52,8 @@ def test_bad_answer_refused_before_anything_is_written(tmp_path, answers, questi
     assert list(out.iterdir()) == [], "a refused bake must leave no project folder"
 
 
-def test_good_answers_pass_the_same_hook(tmp_path):
-    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(TEMPLATE), "-o", str(tmp_path),
+def test_good_answers_pass_the_same_hook(template, tmp_path):
+    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(tmp_path),
                              "project_slug=x", "gpu_instance_type=g6.12xlarge", "efa=on"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

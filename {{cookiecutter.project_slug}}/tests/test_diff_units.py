@@ -297,3 +297,27 @@ def test_unified_diff_ignores_key_order_and_shows_multiline_strings_as_blocks():
     after = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"run.sh": "set -e\necho two\n"}}
     text, additions, deletions = unified(before, after, 1)
     assert "-    echo one\n+    echo two" in text and (additions, deletions) == (1, 1)
+
+
+def test_an_immutable_secret_cannot_change_its_data():
+    before = secret(password="a")
+    before["immutable"] = True
+    after = copy.deepcopy(before)
+    after["stringData"]["password"] = "b"
+    assert report_notices([before], [after]) == [(DANGER, "Secret n/s", "cannot change in place")]
+    before.pop("immutable"), after.pop("immutable")
+    assert report_notices([before], [after]) == []
+
+
+def test_an_object_moved_between_kustomizations_is_a_change_even_with_equal_content():
+    side = Side("x", "x", "x")
+    before, after = environment([storage_class(), claim()]), environment([storage_class()])
+    moved = manifest(claim(), source="infrastructure")
+    after.kustomizations[0].objects.append(moved)
+    report = build_report(side, [before], side, [after])
+    [change] = report.environments[0].changes
+    assert (change.status, change.moved_from, change.diff) == (CHANGED, "training", "")
+    [(_, notice)] = report.notices
+    assert (notice.severity, notice.title) == (DANGER, "moves between Kustomizations")
+    assert "If `training` reconciles first, it prunes the object and `infrastructure` creates it again" in notice.message
+    assert "Content unchanged." in markdown.render(report)

@@ -145,7 +145,7 @@ class Locator:
                 if value is None:
                     return len(steps), found[0].start_mark.line
                 depth, line = _walk(value[1], path[len(steps):])
-                return len(steps) + depth, line if depth else found[0].start_mark.line
+                return len(steps) + depth, line
             if steps[:len(wanted)] == wanted:
                 return len(wanted), found[0].start_mark.line
             return None

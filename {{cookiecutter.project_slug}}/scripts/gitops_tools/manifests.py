@@ -105,6 +105,8 @@ def read_file(path: Path, root: Path, env: str = "", source: str = "") -> list[M
         text = path.read_text()
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: cannot read: not UTF-8 text") from None
     return parse_stream(text, relative(path, root), env, source)
 
 

@@ -150,7 +150,7 @@ def rules_markdown(rules: list[Rule]) -> str:
             lines += ["", f"### {r.id}", "", f"{r.description}.", "", r.docs, "",
                       f"- Severity: {_severity(r)}",
                       f"- Needs: {_needs(r) if r.requires else 'the objects alone'}",
-                      f"- Fix: {r.remediation}"]
+                      f"- Remediation: {r.remediation}"]
     lines += ["", "Contexts a rule may need:", ""]
     lines.extend(f"- {_CONTEXT_NAMES[k]}: {v}" for k, v in CONTEXTS.items())
     return "\n".join(lines) + "\n"

@@ -142,33 +142,33 @@ def _path(error: jsonschema.ValidationError) -> str:
 
 class SchemaChecker:
     """Checks objects against their schemas. Validators are built once per kind and version,
-    and an object already checked (the same content, the same version) is not checked again:
-    environments share most of their objects."""
+    and an object already checked (the same content, the same version, the same schema) is not
+    checked again: environments share most of their objects."""
 
-    def __init__(self, store: SchemaStore):
+    def __init__(self, store: SchemaStore, local_crds: dict | None = None, shared: tuple | None = None):
         self.store = store
-        self._validators: dict[tuple[str, str], jsonschema.protocols.Validator] = {}
-        self._results: dict[tuple[str, str], tuple] = {}
-        self._local_crds: dict[str, dict] = {}
+        # "group/Kind" -> (CRD document, fingerprint) for CRDs rendered with the manifests
+        self._local_crds: dict[str, tuple[dict, str]] = local_crds or {}
+        self._validators, self._results = shared or ({}, {})
 
-    def add_crds(self, manifests) -> None:
-        """Use the CustomResourceDefinitions among `manifests` for kinds platform.yaml does not pin."""
+    def with_crds(self, manifests) -> "SchemaChecker":
+        """A checker that also uses the CustomResourceDefinitions among `manifests`, for kinds
+        platform.yaml does not pin. It shares this checker's caches."""
+        found = {}
         for manifest in manifests:
             if manifest.kind != "CustomResourceDefinition" or manifest.group != "apiextensions.k8s.io":
                 continue
             spec = manifest.doc.get("spec") or {}
             key = f"{spec.get('group', '')}/{(spec.get('names') or {}).get('kind', '')}"
-            if key not in self.store.sources:
-                self._local_crds.setdefault(key, manifest.doc)
-
-    def has_schema(self, group: str, kind: str) -> bool:
-        key = f"{group}/{kind}"
-        return key in self.store.sources or key in self._local_crds
+            if key not in self.store.sources and key not in found:
+                found[key] = (manifest.doc, json.dumps(manifest.doc, sort_keys=True, default=str))
+        return SchemaChecker(self.store, found, (self._validators, self._results)) if found else self
 
     def _crd_validator(self, key: str, version: str):
-        cache_key = (key, version)
+        local = self._local_crds.get(key)
+        cache_key = (key, version, local[1] if local else "")
         if cache_key not in self._validators:
-            crd = self._local_crds.get(key) or self.store.document(key)
+            crd = local[0] if local else self.store.document(key)
             versions = {v.get("name"): v for v in (crd.get("spec") or {}).get("versions") or []}
             if version not in versions:
                 served = ", ".join(sorted(versions))
@@ -187,10 +187,17 @@ class SchemaChecker:
     def check(self, manifest: Manifest, kubernetes_version: str) -> list[SchemaProblem]:
         if not manifest.api_version or not manifest.kind:
             return [SchemaProblem(manifest, "object has no apiVersion or kind")]
-        cache_key = (kubernetes_version, json.dumps(manifest.doc, sort_keys=True, default=str))
+        checked = manifest
+        if manifest.kind == "Secret" and "sops" in manifest.doc:
+            # A SOPS-encrypted Secret carries its key metadata next to the data; Flux decrypts
+            # and drops it before applying, so it is not part of the object's schema.
+            checked = Manifest({k: v for k, v in manifest.doc.items() if k != "sops"}, manifest.file)
+        local = self._local_crds.get(f"{manifest.group}/{manifest.kind}")
+        cache_key = (kubernetes_version, json.dumps(checked.doc, sort_keys=True, default=str),
+                     local[1] if local else "")
         found = self._results.get(cache_key)
         if found is None:
-            found = self._results[cache_key] = tuple(self._check(manifest, kubernetes_version))
+            found = self._results[cache_key] = tuple(self._check(checked, kubernetes_version))
         return [SchemaProblem(manifest, message, missing, path) for message, missing, path in found]
 
     def _check(self, manifest: Manifest, kubernetes_version: str):

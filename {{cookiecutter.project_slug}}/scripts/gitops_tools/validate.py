@@ -252,9 +252,8 @@ def check_schemas(scopes: list[Scope], checker: SchemaChecker, progress) -> tupl
     found: dict[int, list[Finding]] = {}
     notes = []
     checked = 0
-    for scope in scopes:
-        checker.add_crds(scope.objects)
     for index, scope in enumerate(scopes):
+        scope_checker = checker.with_crds(scope.objects)
         version = _schema_version(scope.kubernetes_version)
         if version != scope.kubernetes_version:
             notes.append(f"{scope.env or 'inputs'}: built-in kinds checked with the schemas of Kubernetes {version}, "
@@ -262,7 +261,7 @@ def check_schemas(scopes: list[Scope], checker: SchemaChecker, progress) -> tupl
         findings = found.setdefault(index, [])
         for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
             checked += 1
-            problems = checker.check(manifest, version)
+            problems = scope_checker.check(manifest, version)
             if problems and removal(manifest.api_version, manifest.kind, scope.kubernetes_version):
                 continue   # removed-api says it better
             findings.extend(Finding("schema-missing" if p.missing else "schema-invalid", manifest, p.message, p.path)

@@ -1,5 +1,6 @@
 """Keras callbacks of the trainer. None of them imports Horovod: what they need is passed in."""
 
+import statistics
 import time
 
 import tensorflow as tf
@@ -102,17 +103,18 @@ class CheckpointWriter(tf.keras.callbacks.Callback):
 
 
 class ThroughputMeter(tf.keras.callbacks.Callback):
-    """Training samples per second, all ranks together, leaving out the first epoch (tracing, warm-up).
+    """Training samples per second, all ranks together: the median over epochs, the first left out.
 
-    Only the time from an epoch's start to its last batch counts: evaluation and checkpoints do not.
+    The first epoch traces the graph and fills the pipeline; the median keeps a short disturbance on a
+    shared machine from moving the figure. Only the time from an epoch's start to its last batch
+    counts: evaluation and checkpoints do not.
     """
 
     def __init__(self, global_batch_size):
         super().__init__()
         self.global_batch_size = global_batch_size
-        self.epochs_seen = 0
-        self.steps = 0
-        self.seconds = 0.0
+        self.epoch_rates = []
+        self._epochs_seen = 0
         self._epoch_started = None
         self._epoch_steps = 0
         self._last_batch_end = None
@@ -126,13 +128,11 @@ class ThroughputMeter(tf.keras.callbacks.Callback):
         self._last_batch_end = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
-        self.epochs_seen += 1
-        if self.epochs_seen > 1 and self._epoch_steps:
-            self.steps += self._epoch_steps
-            self.seconds += self._last_batch_end - self._epoch_started
+        self._epochs_seen += 1
+        if self._epochs_seen > 1 and self._epoch_steps:
+            seconds = self._last_batch_end - self._epoch_started
+            self.epoch_rates.append(self._epoch_steps * self.global_batch_size / seconds)
 
     @property
     def samples_per_second(self):
-        if not self.seconds:
-            return None
-        return self.steps * self.global_batch_size / self.seconds
+        return statistics.median(self.epoch_rates) if self.epoch_rates else None

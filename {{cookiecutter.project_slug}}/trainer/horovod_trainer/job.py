@@ -28,6 +28,7 @@ class Job:
     def __init__(self, config):
         self.config = config
         self.device = distributed.init()
+        self.started = time.monotonic()
         tf.keras.utils.set_random_seed(config.seed)
         data = config.data
         self.model = models.build_model(config.model, data.feature_shape, data.num_classes)
@@ -183,9 +184,10 @@ class Job:
         config = self.config
         result = self.evaluator()()
         digests = distributed.allgather_object(distributed.weights_digest(self.model))
+        elapsed = time.monotonic() - self.started
         say(
-            f"final eval accuracy: {result.accuracy:.4f} "
-            f"(loss {result.loss:.4f}, {result.samples} samples, {distributed.size()} process(es))"
+            f"final eval accuracy: {result.accuracy:.4f} (loss {result.loss:.4f}, {result.samples} samples, "
+            f"{distributed.size()} process(es), {elapsed:.1f}s after start-up)"
         )
         if distributed.is_chief() and config.stats_file:
             stats = {
@@ -202,6 +204,7 @@ class Job:
                 "train_samples_per_second": self.meter.samples_per_second,
                 "weight_digests": digests,
                 "device": self.device,
+                "seconds": elapsed,
             }
             atomic.write_text(config.stats_file, json.dumps(stats, indent=2) + "\n")
         if config.target_accuracy and result.accuracy < config.target_accuracy:

@@ -166,6 +166,35 @@ def workload_changed(change: ObjectChange, context: Context) -> list[Notice]:
     return [_immutable(change, context, fields, "it is deleted and created again, and all its pods restart.")]
 
 
+def immutable_data_changed(change: ObjectChange, context: Context) -> list[Notice]:
+    """A Secret or ConfigMap marked `immutable: true` keeps its data for good."""
+    if change.before.doc.get("immutable") is not True:
+        return []
+    fields = _changed_fields(change.before.doc, change.after.doc, ("data", "stringData", "binaryData", "immutable"))
+    if not fields:
+        return []
+    return [_immutable(change, context, fields,
+                       "pods that mount it keep the old content until they restart.")]
+
+
+def moved(change: ObjectChange, context: Context) -> list[Notice]:
+    """Moving an object between Flux Kustomizations races the old owner's prune."""
+    old_owner = context.kustomization(change.before, "base")
+    if not change.moved_from or not _prunes(old_owner):
+        return []
+    new_owner = change.after.source or f"clusters/{context.name}"
+    lost = ""
+    severity = WARNING
+    if (change.key.group, change.key.kind) == PVC:
+        severity, fate = _volume_fate(change.before, context, "base")
+        lost = f" Deleting the claim means {fate}."
+    elif (change.key.group, change.key.kind) == NAMESPACE:
+        severity, lost = DANGER, " Deleting the namespace deletes everything in it."
+    return [Notice(severity, change.key.resource, "moves between Kustomizations",
+                   f"Moves from Flux Kustomization `{old_owner.name}` to `{new_owner}`. If `{old_owner.name}` "
+                   f"reconciles first, it prunes the object and `{new_owner}` creates it again.{lost}")]
+
+
 def mpijob_changed(change: ObjectChange, context: Context) -> list[Notice]:
     if _spec(change.before) == _spec(change.after):
         return []
@@ -280,6 +309,8 @@ CHANGED_RULES = {
     JOB: job_changed,
     MPIJOB: mpijob_changed,
     CLUSTER_CONFIG: cluster_config_changed,
+    ("", "Secret"): immutable_data_changed,
+    ("", "ConfigMap"): immutable_data_changed,
     **{group_kind: workload_changed for group_kind in WORKLOADS},
 }
 
@@ -288,6 +319,8 @@ def notices(context: Context, gpus: Figure, nodes: Figure) -> list[Notice]:
     found = environment_level(context)
     for change in context.changes:
         group_kind = (change.key.group, change.key.kind)
+        if change.status == CHANGED and change.moved_from:
+            found.extend(moved(change, context))
         if change.status == CHANGED and group_kind in CHANGED_RULES:
             found.extend(CHANGED_RULES[group_kind](change, context))
         elif change.status == REMOVED:

@@ -3,6 +3,7 @@
 Objects pair by (environment, API group, kind, namespace, name). Both sides are compared as
 parsed data, so comments, quoting, indentation and key order never show as a change; a
 changed object's diff is made from a canonical YAML dump (sorted keys) of masked copies.
+An object that moves to another Flux Kustomization is a change even with equal content.
 """
 
 from __future__ import annotations
@@ -84,10 +85,13 @@ def pair(base: list[Environment], head: list[Environment], context: int = 3) -> 
     changes = []
     for key in sorted(before.keys() | after.keys(), key=_order(before, after)):
         old, new = before.get(key), after.get(key)
-        if old is not None and new is not None and _fingerprint(old.doc) == _fingerprint(new.doc):
+        same = old is not None and new is not None and _fingerprint(old.doc) == _fingerprint(new.doc)
+        if same and old.source == new.source:
             continue
         status = ADDED if old is None else REMOVED if new is None else CHANGED
-        text, additions, deletions = unified(old.doc if old else None, new.doc if new else None, context)
+        # An object that only moved to another Flux Kustomization is a change with an empty diff.
+        text, additions, deletions = ("", 0, 0) if same else unified(old.doc if old else None,
+                                                                      new.doc if new else None, context)
         changes.append(ObjectChange(key=key, status=status, before=old, after=new, diff=text,
                                     additions=additions, deletions=deletions))
     return changes

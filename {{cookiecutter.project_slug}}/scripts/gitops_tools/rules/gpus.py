@@ -41,7 +41,7 @@ def gpu_request_exceeds_node(scope: Scope):
         with_gpus = [g for g in groups if g.smallest("gpus") > 0]
         if with_gpus and all(g.smallest("gpus") < gpus for g in with_gpus):
             sizes = ", ".join(f"{g.describe()} has {g.smallest('gpus')}" for g in with_gpus)
-            message = f"{template.label} requests {plural(gpus, 'GPU')} per pod but {sizes}"
+            message = f"{template.label} requests {plural(gpus, 'GPU')} but {sizes}"
         elif not with_gpus and not any(g.smallest("gpus") > 0 for g in selected):
             names = ", ".join(g.describe() for g in groups)
             message = f"{template.label} requests {plural(gpus, 'GPU')} but can only run on {names}, without GPUs"

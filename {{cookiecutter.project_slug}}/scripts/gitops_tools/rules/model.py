@@ -122,7 +122,7 @@ class PodTemplate:
     @property
     def label(self) -> str:
         """How messages name these pods; the report already names the object."""
-        return f"{self.role} pods" if self.role else "its pods"
+        return f"{self.role} pod" if self.role else "pod"
 
     @property
     def full_label(self) -> str:

@@ -218,11 +218,16 @@ def custom_resource_before_crd(scope: Scope):
             candidates = found.get(f"{manifest.group}/{manifest.kind}")
             if not candidates or not is_custom_resource(manifest):
                 continue
-            if not any(_ordered(graph, kustomization, p) for p in candidates):
-                yield Finding("custom-resource-before-crd", manifest,
-                              f"Kustomization {kustomization.name} applies it but does not depend on "
-                              f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD",
-                              ("apiVersion",))
+            if any(_ordered(graph, kustomization, p) for p in candidates):
+                continue
+            beside = [p for p in candidates if p.top is kustomization and p.via is not None]
+            if beside:
+                message = (f"Kustomization {kustomization.name} applies it next to {beside[0].via.kind} "
+                           f"{beside[0].via.name}, which installs its CRD on its own schedule")
+            else:
+                message = (f"Kustomization {kustomization.name} applies it but does not depend on "
+                           f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD")
+            yield Finding("custom-resource-before-crd", manifest, message, ("apiVersion",))
 
 
 @rule("crd-provider-not-waited", "warning", requires=("flux",),

@@ -100,8 +100,8 @@ def _object_section(change: ObjectChange) -> str:
     fence = _fence(change.diff)
     summary = (f"{STATUS_SIGN[change.status]} <code>{change.key.resource}</code> "
                f"({owner(change)}, {stat(change)})")
-    return (f"<details><summary>{summary}</summary>\n\n"
-            f"{fence}diff\n{change.diff}\n{fence}\n\n</details>\n\n")
+    body = f"{fence}diff\n{change.diff}\n{fence}" if change.diff else "Content unchanged."
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>\n\n"
 
 
 def _fence(content: str) -> str:

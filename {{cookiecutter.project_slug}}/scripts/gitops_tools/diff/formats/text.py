@@ -38,7 +38,7 @@ def render(report: Report, color: bool = False) -> str:
         for change in env.changes:
             title = f"{STATUS_SIGN[change.status]} {change.key.resource}  ({owner(change)}, {stat(change)})"
             lines += ["", paint(title, "bold")]
-            lines += [_paint_diff_line(line, paint) for line in change.diff.splitlines()]
+            lines += [_paint_diff_line(line, paint) for line in change.diff.splitlines()] or ["  content unchanged"]
     return "\n".join(lines) + "\n"
 
 

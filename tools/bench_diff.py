@@ -1,0 +1,163 @@
+"""Time `scripts/diff` on a fleet of environments against twice the render floor.
+
+    .venv/bin/python tools/bench_diff.py [--environments N] [--repeat R] [--keep DIR]
+
+Bakes the default project, grows it to a fleet by copying its dev and prod environments
+(clusters/<env> + overlays/<env>) under new names, commits that to a git repository, then
+makes a realistic change (a new trainer image for every environment, more workers in prod).
+
+- render floor: the best of R in-process `render_repository` runs over the whole fleet;
+- diff: the best of R in-process runs of diff's command line (`--base main`, markdown to a
+  file): base checked out in a temporary worktree, both sides rendered, paired, masked,
+  formatted. Render and diff runs alternate, so load from elsewhere hits both alike.
+
+diff renders two trees, so twice the floor is its natural budget. `measure(root)` is the
+reusable part for a bench runner that builds its own fleet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE_DIR = "{{cookiecutter.project_slug}}"
+COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
+_SKIPPED = shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache", "rendered", "data", "runs")
+_GIT = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+
+
+def bake(out: Path) -> Path:
+    """The default project, baked from a copy of the template without build folders (fast)."""
+    template = out / "template"
+    template.mkdir(parents=True)
+    shutil.copy(ROOT / "cookiecutter.json", template)
+    shutil.copytree(ROOT / "hooks", template / "hooks", ignore=_SKIPPED)
+    shutil.copytree(ROOT / TEMPLATE_DIR, template / TEMPLATE_DIR, ignore=_SKIPPED)
+    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
+                   check=True, capture_output=True, text=True, timeout=600)
+    return out / "fleet"
+
+
+def grow(project: Path, environments: int) -> list[str]:
+    """Copy dev and prod (alternately) until there are `environments` environments."""
+    originals = sorted(p.name for p in (project / "clusters").iterdir() if p.is_dir())
+    names = list(originals)
+    number = 0
+    while len(names) < environments:
+        source = originals[number % len(originals)]
+        number += 1
+        name = f"{source}-{number:02d}"
+        shutil.copytree(project / "overlays" / source, project / "overlays" / name)
+        (project / "clusters" / name).mkdir()
+        for path in (project / "clusters" / source).glob("*.yaml"):
+            text = path.read_text().replace(f"./overlays/{source}/", f"./overlays/{name}/")
+            (project / "clusters" / name / path.name).write_text(text)
+        names.append(name)
+    return names
+
+
+def git(project: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=project, check=True, capture_output=True, env={**os.environ, **_GIT})
+
+
+def commit_fleet(project: Path) -> None:
+    git(project, "init", "--quiet", "--initial-branch=main")
+    git(project, "add", "--all")
+    git(project, "commit", "--quiet", "-m", "fleet")
+
+
+def change(project: Path) -> None:
+    """A new trainer image everywhere, and two more prod workers."""
+    kustomization = project / "overlays" / "base" / "training" / "kustomization.yaml"
+    text = kustomization.read_text()
+    tag_line = next(line for line in text.splitlines() if line.strip().startswith("newTag:"))
+    kustomization.write_text(text.replace(tag_line, tag_line.split(":")[0] + ': "9.9.9-bench"'))
+    patch = project / "overlays" / "prod" / "training" / "mpijob.yaml"
+    lines = patch.read_text().splitlines()
+    at = lines.index("  path: /spec/mpiReplicaSpecs/Worker/replicas") + 1
+    workers = int(lines[at].split(":")[1])
+    lines[at] = f"  value: {workers + 2}"
+    patch.write_text("\n".join(lines) + "\n")
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def measure(root: Path, repeat: int = 3) -> dict:
+    """Render floor and diff time (seconds, best of `repeat`) for the git repository at `root`."""
+    sys.path.insert(0, str(root / "scripts"))
+    from gitops_tools.diff.__main__ import main
+    from gitops_tools.render import render_repository
+
+    environments = render_repository(root)
+    objects = sum(len(e.objects) + (e.cluster_config is not None) for e in environments)
+    output = Path(tempfile.mkdtemp(prefix="bench-diff-")) / "diff.md"
+    here = Path.cwd()
+    status = {}
+
+    def run_diff():
+        os.chdir(root)
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                status["code"] = main(["--base", "main", "--format", "markdown", "--output", str(output)])
+        finally:
+            os.chdir(here)
+
+    # Interleaved, best of each: load from other processes hits both alike.
+    floors, diffs = [], []
+    for _ in range(repeat):
+        floors.append(timed(lambda: render_repository(root)))
+        diffs.append(timed(run_diff))
+    floor, diff = min(floors), min(diffs)
+    if status["code"] != 0:
+        raise SystemExit(f"bench_diff: diff exited with status {status['code']}")
+    comment = output.read_text()
+    shutil.rmtree(output.parent, ignore_errors=True)
+    return {"environments": len(environments), "objects": objects, "render_floor_s": floor,
+            "diff_s": diff, "budget_s": 2 * floor, "comment_chars": len(comment)}
+
+
+def report(figures: dict) -> str:
+    ratio = figures["diff_s"] / figures["budget_s"]
+    verdict = "within" if ratio <= 1 else "over"
+    return (f"diff bench: {figures['environments']} environments, {figures['objects']} objects per side\n"
+            f"  render floor (one render)  {figures['render_floor_s']:.2f} s\n"
+            f"  2 x render floor           {figures['budget_s']:.2f} s\n"
+            f"  diff (--format markdown)   {figures['diff_s']:.2f} s  = {ratio:.2f} x the budget ({verdict})\n"
+            f"  comment                    {figures['comment_chars']:,} characters")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--environments", type=int, default=24, help="fleet size (default 24, at least 20)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts (default 3)")
+    parser.add_argument("--keep", type=Path, help="build the fleet in this folder and keep it")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-diff-fleet-"))
+    try:
+        project = bake(work)
+        grow(project, args.environments)
+        commit_fleet(project)
+        change(project)
+        print(report(measure(project, args.repeat)))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,766 @@
+"""One failing and at least one passing case per rule (tests/test_rules.py runs them; a meta-test
+fails when a registered rule has no case of either kind).
+
+A case changes the fixture environment (tests/world.py) in place, or returns {file name: text}
+to validate those files instead, as a user would name them on the command line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+FAIL, PASS = "fail", "pass"
+
+
+@dataclass
+class Case:
+    rule: str
+    outcome: str
+    name: str
+    change: Callable
+
+    @property
+    def id(self) -> str:
+        return f"{self.rule}-{self.outcome}-{self.name}"
+
+
+CASES: list[Case] = []
+
+
+def case(rule: str, outcome: str):
+    def register(change):
+        CASES.append(Case(rule, outcome, change.__name__, change))
+        return change
+    return register
+
+
+def _custom_resource_definition(group: str, kind: str, plural: str) -> dict:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "properties": {
+                             "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                             "metadata": {"type": "object"},
+                             "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}}
+
+
+def _widget() -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "training"},
+            "spec": {"size": 3}}
+
+
+def _hpa(api_version: str, resource: str) -> dict:
+    return {"apiVersion": api_version, "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "scale", "namespace": "training"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "serve"},
+                     "minReplicas": 1, "maxReplicas": 4,
+                     "metrics": [{"type": "Resource", "resource": {"name": resource, "target": {
+                         "type": "Utilization", "averageUtilization": 80}}}]}}
+
+
+def _job(parallelism: int, command: list[str]) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "training"},
+            "spec": {"parallelism": parallelism, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "train", "image": "trainer:1.0", "command": command}]}}}}
+
+
+def _helm_release(name: str, chart: str) -> dict:
+    return {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "spec": {"interval": "1h", "chart": {"spec": {"chart": chart, "version": "1.0.0",
+                                                          "sourceRef": {"kind": "HelmRepository", "name": name}}}}}
+
+
+def _helm_repository(name: str) -> dict:
+    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "spec": {"interval": "12h", "url": f"https://example.com/{name}"}}
+
+
+_CONFIG_MAP = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast{}\n"
+
+
+# --- sources and schemas ------------------------------------------------------------------
+
+@case("yaml-lint", FAIL)
+def trailing_spaces(world):
+    return {"settings.yaml": _CONFIG_MAP.format("   ")}
+
+
+@case("yaml-lint", PASS)
+def clean_file(world):
+    return {"settings.yaml": _CONFIG_MAP.format("")}
+
+
+@case("schema-invalid", FAIL)
+def misspelt_mpijob_field(world):
+    world.mpijob["spec"]["slotPerWorker"] = 8
+
+
+@case("schema-invalid", FAIL)
+def unknown_container_field(world):
+    world.container("Worker")["resource"] = {}
+
+
+@case("schema-invalid", FAIL)
+def eksctl_unknown_node_group_field(world):
+    world.gpu_group["instancetype"] = "p4d.24xlarge"
+
+
+@case("schema-invalid", PASS)
+def optional_fields(world):
+    world.container("Worker")["imagePullPolicy"] = "IfNotPresent"
+    world.mpijob["spec"]["runPolicy"]["suspend"] = False
+
+
+@case("schema-missing", FAIL)
+def custom_resource_without_crd(world):
+    world.add("training", _widget())
+
+
+@case("schema-missing", PASS)
+def custom_resource_with_rendered_crd(world):
+    world.add("infrastructure", _custom_resource_definition("example.com", "Widget", "widgets"))
+    world.add("training", _widget())
+
+
+# --- MPIJob -------------------------------------------------------------------------------
+
+@case("launcher-requests-gpu", FAIL)
+def launcher_with_gpu(world):
+    world.container("Launcher")["resources"]["limits"]["nvidia.com/gpu"] = 1
+
+
+@case("launcher-requests-gpu", PASS)
+def launcher_runs_as_worker(world):
+    world.mpijob["spec"]["runLauncherAsWorker"] = True
+    world.container("Launcher")["resources"]["limits"]["nvidia.com/gpu"] = 1
+
+
+@case("gpu-slots-mismatch", FAIL)
+def fewer_slots_than_gpus(world):
+    world.mpijob["spec"]["slotsPerWorker"] = 4
+
+
+@case("gpu-slots-mismatch", PASS)
+def cpu_only_workers(world):
+    for section in ("requests", "limits"):
+        del world.worker_resources[section]["nvidia.com/gpu"]
+    world.mpijob["spec"]["slotsPerWorker"] = 2
+
+
+@case("mpirun-np-mismatch", FAIL)
+def np_too_small(world):
+    world.launcher_args[1] = "8"
+
+
+@case("mpirun-np-mismatch", FAIL)
+def np_in_shell_script(world):
+    launcher = world.container("Launcher")
+    launcher["command"] = ["/bin/sh", "-c"]
+    launcher["args"] = ["cd /fsx && mpirun --allow-run-as-root -np=4 python -m horovod_trainer.train -n 16"]
+
+
+@case("mpirun-np-mismatch", PASS)
+def np_in_shell_script_matches(world):
+    launcher = world.container("Launcher")
+    launcher["command"] = ["bash", "-c"]
+    launcher["args"] = ["mpirun -np 16 --bind-to none python train.py -np 3"]
+
+
+@case("mpirun-np-mismatch", PASS)
+def np_left_out(world):
+    del world.launcher_args[0:2]
+
+
+@case("mpijob-name-invalid", FAIL)
+def name_too_long(world):
+    world.mpijob["metadata"]["name"] = "h" * 55
+
+
+@case("mpijob-name-invalid", PASS)
+def name_just_fits(world):
+    world.mpijob["metadata"]["name"] = "h" * 54   # + "-worker-1" = 63
+
+
+@case("mpijob-replica-spec-invalid", FAIL)
+def two_launchers(world):
+    world.replica("Launcher")["replicas"] = 2
+
+
+@case("mpijob-replica-spec-invalid", FAIL)
+def restart_always(world):
+    world.replica("Worker")["restartPolicy"] = "Always"
+
+
+@case("mpijob-replica-spec-invalid", PASS)
+def restart_never(world):
+    world.replica("Worker")["restartPolicy"] = "Never"
+
+
+# --- GPUs ---------------------------------------------------------------------------------
+
+@case("gpu-request-exceeds-node", FAIL)
+def eight_gpus_on_four_gpu_nodes(world):
+    world.gpu_group["instanceType"] = "g5.12xlarge"
+
+
+@case("gpu-request-exceeds-node", FAIL)
+def gpus_on_cpu_nodes_only(world):
+    world.gpu_group["instanceType"] = "m6i.2xlarge"
+    world.gpu_group["efaEnabled"] = False
+
+
+@case("gpu-request-exceeds-node", PASS)
+def eight_gpus_on_p5(world):
+    world.gpu_group["instanceType"] = "p5.48xlarge"
+
+
+@case("gpu-capacity-exceeded", FAIL)
+def three_workers_two_nodes(world):
+    world.replica("Worker")["replicas"] = 3
+
+
+@case("gpu-capacity-exceeded", PASS)
+def three_workers_three_nodes(world):
+    world.replica("Worker")["replicas"] = 3
+    world.gpu_group["maxSize"] = 3
+
+
+@case("no-node-group-matches", FAIL)
+def selector_matches_nothing(world):
+    world.pod("Worker")["nodeSelector"] = {"role": "gpus"}
+
+
+@case("no-node-group-matches", PASS)
+def selector_on_implicit_instance_type_label(world):
+    world.pod("Worker")["nodeSelector"] = {"node.kubernetes.io/instance-type": "p4d.24xlarge"}
+
+
+@case("extended-resource-limit-mismatch", FAIL)
+def gpu_request_above_limit(world):
+    world.worker_resources["limits"]["nvidia.com/gpu"] = 4
+
+
+@case("extended-resource-limit-mismatch", FAIL)
+def efa_request_without_limit(world):
+    del world.worker_resources["limits"]["vpc.amazonaws.com/efa"]
+
+
+@case("extended-resource-limit-mismatch", PASS)
+def limits_only(world):
+    for name in ("nvidia.com/gpu", "vpc.amazonaws.com/efa"):
+        del world.worker_resources["requests"][name]
+
+
+# --- scheduling ---------------------------------------------------------------------------
+
+@case("gpu-taint-not-tolerated", FAIL)
+def worker_without_toleration(world):
+    del world.pod("Worker")["tolerations"]
+
+
+@case("gpu-taint-not-tolerated", FAIL)
+def nvidia_plugin_without_toleration(world):
+    plugin = world.daemonset("nvidia")["spec"]["template"]["spec"]
+    plugin["tolerations"] = [t for t in plugin["tolerations"] if t.get("key") != "nvidia.com/gpu"]
+
+
+@case("gpu-taint-not-tolerated", PASS)
+def worker_tolerates_everything(world):
+    world.pod("Worker")["tolerations"] = [{"operator": "Exists"}]
+
+
+@case("device-plugin-misses-gpu-nodes", FAIL)
+def gpu_group_without_plugin_label(world):
+    del world.gpu_group["labels"]["nvidia.com/gpu.present"]
+
+
+@case("device-plugin-misses-gpu-nodes", PASS)
+def plugin_by_instance_type_affinity(world):
+    spec = world.daemonset("nvidia")["spec"]["template"]["spec"]
+    del spec["nodeSelector"]
+    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                               "values": ["p4d.24xlarge", "p5.48xlarge"]}]}]}}}
+
+
+@case("nvidia-device-plugin-missing", FAIL)
+def no_nvidia_plugin(world):
+    world.remove("DaemonSet", "nvidia-device-plugin-daemonset")
+
+
+@case("nvidia-device-plugin-missing", PASS)
+def nvidia_plugin_from_helm(world):
+    world.remove("DaemonSet", "nvidia-device-plugin-daemonset")
+    world.add("infrastructure", _helm_release("nvdp", "nvidia-device-plugin"), _helm_repository("nvdp"))
+
+
+@case("worker-resources-unset", FAIL)
+def worker_without_cpu_and_memory(world):
+    for section in ("requests", "limits"):
+        for name in ("cpu", "memory"):
+            world.worker_resources[section].pop(name, None)
+
+
+@case("worker-resources-unset", PASS)
+def worker_limits_only(world):
+    world.worker_resources["limits"]["cpu"] = world.worker_resources["requests"].pop("cpu")
+    del world.worker_resources["requests"]["memory"]
+
+
+@case("shm-not-memory-backed", FAIL)
+def shm_on_disk(world):
+    dshm = next(v for v in world.pod("Worker")["volumes"] if v["name"] == "dshm")
+    dshm["emptyDir"] = {}
+
+
+@case("shm-not-memory-backed", PASS)
+def shm_from_host(world):
+    dshm = next(v for v in world.pod("Worker")["volumes"] if v["name"] == "dshm")
+    del dshm["emptyDir"]
+    dshm["hostPath"] = {"path": "/dev/shm"}
+
+
+@case("device-plugin-duplicate", FAIL)
+def second_nvidia_plugin_from_helm(world):
+    world.add("infrastructure", _helm_release("nvdp", "nvidia-device-plugin"), _helm_repository("nvdp"))
+
+
+@case("device-plugin-duplicate", FAIL)
+def plugin_named_unlike_eksctl(world):
+    world.daemonset("nvidia")["metadata"]["name"] = "gpu-plugin"
+
+
+@case("device-plugin-duplicate", PASS)
+def plugins_named_like_eksctl(world):
+    pass
+
+
+# --- EFA ----------------------------------------------------------------------------------
+
+@case("efa-without-efa-node-group", FAIL)
+def efa_disabled(world):
+    world.gpu_group["efaEnabled"] = False
+
+
+@case("efa-without-efa-node-group", PASS)
+def efa_enabled(world):
+    pass
+
+
+@case("efa-request-exceeds-interfaces", FAIL)
+def eight_efa_on_p4d(world):
+    for section in ("requests", "limits"):
+        world.worker_resources[section]["vpc.amazonaws.com/efa"] = 8
+
+
+@case("efa-request-exceeds-interfaces", PASS)
+def thirty_two_efa_on_p5(world):
+    world.gpu_group["instanceType"] = "p5.48xlarge"
+    for section in ("requests", "limits"):
+        world.worker_resources[section]["vpc.amazonaws.com/efa"] = 32
+
+
+@case("efa-device-plugin-missing", FAIL)
+def no_efa_plugin(world):
+    world.remove("DaemonSet", "aws-efa-k8s-device-plugin-daemonset")
+
+
+@case("efa-device-plugin-missing", PASS)
+def efa_plugin_from_helm(world):
+    world.remove("DaemonSet", "aws-efa-k8s-device-plugin-daemonset")
+    world.add("infrastructure", _helm_release("efa", "aws-efa-k8s-device-plugin"), _helm_repository("efa"))
+
+
+@case("efa-node-group-not-single-az", FAIL)
+def efa_in_two_zones(world):
+    world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
+
+
+@case("efa-node-group-not-single-az", FAIL)
+def efa_in_no_zone(world):
+    del world.gpu_group["availabilityZones"]
+
+
+@case("efa-node-group-not-single-az", PASS)
+def efa_in_one_subnet(world):
+    del world.gpu_group["availabilityZones"]
+    world.gpu_group["subnets"] = ["subnet-0a1b2c3d4e5f60718"]
+
+
+@case("efa-instance-type-unsupported", FAIL)
+def efa_on_small_g5(world):
+    world.gpu_group["instanceType"] = "g5.xlarge"
+
+
+@case("efa-instance-type-unsupported", PASS)
+def efa_on_g5_8xlarge(world):
+    world.gpu_group["instanceType"] = "g5.8xlarge"
+
+
+@case("efa-huge-pages-unset", FAIL)
+def efa_without_huge_page_setting(world):
+    index = world.launcher_args.index("FI_EFA_USE_HUGE_PAGE=0")
+    del world.launcher_args[index - 1:index + 1]
+
+
+@case("efa-huge-pages-unset", PASS)
+def efa_with_huge_pages(world):
+    efa_without_huge_page_setting(world)
+    for section in ("requests", "limits"):
+        world.worker_resources[section]["hugepages-2Mi"] = "5120Mi"
+
+
+@case("efa-huge-pages-unset", PASS)
+def huge_pages_off_in_worker_env(world):
+    efa_without_huge_page_setting(world)
+    world.container("Worker")["env"] = [{"name": "FI_EFA_USE_HUGE_PAGE", "value": "0"}]
+
+
+# --- FSx ----------------------------------------------------------------------------------
+
+@case("storage-class-missing", FAIL)
+def claim_names_unknown_class(world):
+    world.claim["spec"]["storageClassName"] = "fsx-lustre-fast"
+
+
+@case("storage-class-missing", PASS)
+def claim_on_eks_gp2(world):
+    world.claim["spec"]["storageClassName"] = "gp2"
+
+
+@case("fsx-storage-class-invalid", FAIL)
+def no_subnet(world):
+    del world.storage_class["parameters"]["subnetId"]
+
+
+@case("fsx-storage-class-invalid", FAIL)
+def two_subnets(world):
+    world.storage_class["parameters"]["subnetId"] = "subnet-0a1b2c3d4e5f60718,subnet-0a1b2c3d4e5f60719"
+
+
+@case("fsx-storage-class-invalid", FAIL)
+def hdd_on_scratch(world):
+    world.storage_class["parameters"]["storageType"] = "HDD"
+
+
+@case("fsx-storage-class-invalid", PASS)
+def hdd_on_persistent_1(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_1", storageType="HDD", driveCacheType="READ",
+                                             perUnitStorageThroughput="40")
+
+
+@case("fsx-throughput-invalid", FAIL)
+def throughput_on_scratch(world):
+    world.storage_class["parameters"]["perUnitStorageThroughput"] = "200"
+
+
+@case("fsx-throughput-invalid", FAIL)
+def persistent_1_throughput_on_persistent_2(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="200")
+
+
+@case("fsx-throughput-invalid", FAIL)
+def persistent_without_throughput(world):
+    world.storage_class["parameters"]["deploymentType"] = "PERSISTENT_1"
+
+
+@case("fsx-throughput-invalid", PASS)
+def persistent_2_at_250(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250")
+
+
+@case("fsx-s3-link-invalid", FAIL)
+def s3_import_on_persistent_2(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250",
+                                             s3ImportPath="s3://training-data")
+
+
+@case("fsx-s3-link-invalid", FAIL)
+def export_without_import(world):
+    world.storage_class["parameters"]["s3ExportPath"] = "s3://training-data/export"
+
+
+@case("fsx-s3-link-invalid", FAIL)
+def export_to_another_bucket(world):
+    world.storage_class["parameters"].update(s3ImportPath="s3://training-data", s3ExportPath="s3://results/out")
+
+
+@case("fsx-s3-link-invalid", PASS)
+def import_and_export_in_one_bucket(world):
+    world.storage_class["parameters"].update(s3ImportPath="s3://training-data/in", s3ExportPath="s3://training-data/out",
+                                             autoImportPolicy="NEW_CHANGED")
+
+
+@case("fsx-capacity-invalid", FAIL)
+def size_rounded_up(world):
+    world.claim["spec"]["resources"]["requests"]["storage"] = "1000Gi"
+
+
+@case("fsx-capacity-invalid", FAIL)
+def scratch_2_off_step(world):
+    world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+@case("fsx-capacity-invalid", PASS)
+def scratch_2_two_steps(world):
+    world.claim["spec"]["resources"]["requests"]["storage"] = "4800Gi"
+
+
+@case("fsx-capacity-invalid", PASS)
+def scratch_1_third_step(world):
+    world.storage_class["parameters"]["deploymentType"] = "SCRATCH_1"
+    world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+@case("claim-not-read-write-many", FAIL)
+def shared_claim_read_write_once(world):
+    world.claim["spec"]["accessModes"] = ["ReadWriteOnce"]
+
+
+@case("claim-not-read-write-many", PASS)
+def claim_read_write_many(world):
+    pass
+
+
+@case("claim-not-in-pod-namespace", FAIL)
+def claim_in_other_namespace(world):
+    world.claim["metadata"]["namespace"] = "data"
+
+
+@case("claim-not-in-pod-namespace", FAIL)
+def claim_missing(world):
+    world.claim["metadata"]["name"] = "fsx-scratch"
+
+
+@case("claim-not-in-pod-namespace", PASS)
+def claim_absent_from_partial_inputs(world):
+    world.remove("PersistentVolumeClaim")
+    world.complete = False
+
+
+# --- ordering -----------------------------------------------------------------------------
+
+@case("flux-path-missing", FAIL)
+def training_path_missing(world):
+    world.unrendered.add("training")
+
+
+@case("flux-path-missing", PASS)
+def every_path_renders(world):
+    pass
+
+
+@case("dependency-missing", FAIL)
+def depends_on_misspelt(world):
+    world.kustomization("training")["spec"]["dependsOn"] = [{"name": "infra"}]
+
+
+@case("dependency-missing", PASS)
+def depends_on_nested_kustomization(world):
+    world.kustomization("training")["spec"]["dependsOn"] = [{"name": "mpi-operator"}, {"name": "infrastructure"}]
+
+
+@case("dependency-cycle", FAIL)
+def infrastructure_depends_on_training(world):
+    world.kustomization("infrastructure")["spec"]["dependsOn"] = [{"name": "training"}]
+
+
+@case("dependency-cycle", PASS)
+def chain(world):
+    pass
+
+
+@case("crd-not-installed", FAIL)
+def no_mpi_operator(world):
+    world.remove("Kustomization", "mpi-operator")
+    world.remove("GitRepository", "mpi-operator")
+
+
+@case("crd-not-installed", PASS)
+def mpi_operator_over_ssh(world):
+    world.find("GitRepository", "mpi-operator")["spec"]["url"] = "ssh://git@github.com/kubeflow/mpi-operator.git"
+
+
+@case("custom-resource-before-crd", FAIL)
+def training_without_depends_on(world):
+    del world.kustomization("training")["spec"]["dependsOn"]
+
+
+@case("custom-resource-before-crd", FAIL)
+def mpijob_next_to_nested_operator(world):
+    world.move("MPIJob", "infrastructure")
+
+
+@case("custom-resource-before-crd", PASS)
+def crd_in_same_kustomization(world):
+    del world.kustomization("training")["spec"]["dependsOn"]
+    world.remove("Kustomization", "mpi-operator")
+    world.remove("GitRepository", "mpi-operator")
+    crd = _custom_resource_definition("kubeflow.org", "MPIJob", "mpijobs")
+    world.add("training", crd)
+
+
+@case("crd-provider-not-waited", FAIL)
+def infrastructure_does_not_wait(world):
+    world.kustomization("infrastructure")["spec"]["wait"] = False
+
+
+@case("crd-provider-not-waited", PASS)
+def depends_directly_on_nested(world):
+    world.kustomization("infrastructure")["spec"]["wait"] = False
+    world.kustomization("training")["spec"]["dependsOn"] = [{"name": "mpi-operator"}]
+
+
+@case("flux-source-missing", FAIL)
+def helm_repository_missing(world):
+    world.remove("HelmRepository")
+
+
+@case("flux-source-missing", PASS)
+def chart_from_oci_repository(world):
+    world.remove("HelmRepository")
+    release = world.find("HelmRelease")
+    del release["spec"]["chart"]
+    release["spec"]["chartRef"] = {"kind": "OCIRepository", "name": "fsx-chart"}
+    world.add("infrastructure", {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+                                 "metadata": {"name": "fsx-chart", "namespace": "flux-system"},
+                                 "spec": {"interval": "12h", "url": "oci://public.ecr.aws/example/fsx",
+                                          "ref": {"tag": "1.17.0"}}})
+
+
+# --- APIs and versions --------------------------------------------------------------------
+
+@case("removed-api", FAIL)
+def hpa_v2beta2_on_1_34(world):
+    world.add("training", _hpa("autoscaling/v2beta2", "cpu"))
+
+
+@case("removed-api", FAIL)
+def old_mpijob_version(world):
+    world.mpijob["apiVersion"] = "kubeflow.org/v1alpha2"
+
+
+@case("removed-api", PASS)
+def hpa_v2beta2_on_1_25(world):
+    world.cluster["metadata"]["version"] = "1.25"
+    world.add("training", _hpa("autoscaling/v2beta2", "cpu"))
+
+
+@case("eks-version-unsupported", FAIL)
+def kubernetes_1_29(world):
+    world.cluster["metadata"]["version"] = "1.29"
+
+
+@case("eks-version-unsupported", PASS)
+def kubernetes_1_35(world):
+    world.cluster["metadata"]["version"] = "1.35"
+
+
+@case("ami-family-unsupported", FAIL)
+def al2_on_1_34(world):
+    world.gpu_group["amiFamily"] = "AmazonLinux2"
+
+
+@case("ami-family-unsupported", PASS)
+def al2_on_1_32(world):
+    world.gpu_group["amiFamily"] = "AmazonLinux2"
+    world.cluster["metadata"]["version"] = "1.32"
+
+
+# --- hygiene and security -----------------------------------------------------------------
+
+@case("image-tag-latest", FAIL)
+def worker_on_latest(world):
+    world.container("Worker")["image"] = "ghcr.io/example-org/trainer:latest"
+
+
+@case("image-tag-latest", FAIL)
+def plugin_untagged(world):
+    world.daemonset("nvidia")["spec"]["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/k8s-device-plugin"
+
+
+@case("image-tag-latest", PASS)
+def pinned_by_digest_and_registry_port(world):
+    world.container("Worker")["image"] = "registry.example.com:5000/trainer@sha256:" + "a" * 64
+    world.container("Launcher")["image"] = "registry.example.com:5000/trainer:0.1.0"
+
+
+@case("env-literal-credential", FAIL)
+def aws_secret_in_env(world):
+    world.container("Launcher")["env"] = [{"name": "AWS_SECRET_ACCESS_KEY", "value": "wJalrXUtnFEMI/K7MDENG"}]
+
+
+@case("env-literal-credential", FAIL)
+def access_key_id_value(world):
+    world.container("Worker")["env"] = [{"name": "S3_USER", "value": "AKIAIOSFODNN7EXAMPLE"}]
+
+
+@case("env-literal-credential", PASS)
+def secret_reference_and_token_file(world):
+    world.container("Worker")["env"] = [
+        {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}},
+        {"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "value": "/var/run/secrets/eks.amazonaws.com/token"},
+        {"name": "NCCL_DEBUG", "value": "WARN"}]
+
+
+@case("secret-data-committed", FAIL)
+def plain_secret(world):
+    world.add("training", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": "training"},
+                           "stringData": {"api-key": "0123456789abcdef"}})
+
+
+@case("secret-data-committed", PASS)
+def sops_secret(world):
+    world.add("training", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": "training"},
+                           "data": {"api-key": "ENC[AES256_GCM,data:abc,type:str]"},
+                           "sops": {"version": "3.9.0", "age": []}})
+
+
+@case("job-mpirun-not-mpijob", FAIL)
+def parallel_job_runs_mpirun(world):
+    world.add("training", _job(4, ["mpirun", "-np", "4", "python", "-m", "horovod_trainer.train"]))
+
+
+@case("job-mpirun-not-mpijob", PASS)
+def single_pod_job_runs_horovodrun(world):
+    world.add("training", _job(1, ["horovodrun", "-np", "2", "-H", "localhost:2", "python", "train.py"]))
+
+
+@case("hpa-on-gpu", FAIL)
+def hpa_on_gpus(world):
+    world.add("training", _hpa("autoscaling/v2", "nvidia.com/gpu"))
+
+
+@case("hpa-on-gpu", PASS)
+def hpa_on_cpu(world):
+    world.add("training", _hpa("autoscaling/v2", "cpu"))
+
+
+@case("placeholder-value", FAIL)
+def subnet_placeholder(world):
+    world.storage_class["parameters"]["subnetId"] = "subnet-REPLACE-ME"
+
+
+@case("placeholder-value", PASS)
+def real_subnet(world):
+    pass
+
+
+@case("suppression-invalid", FAIL)
+def suppression_without_reason(world):
+    world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": " "}
+
+
+@case("suppression-invalid", FAIL)
+def suppression_of_unknown_rule(world):
+    world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slot-mismatch": "typo"}
+
+
+@case("suppression-invalid", PASS)
+def suppression_with_reason(world):
+    world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": "benchmark of 4 ranks"}

@@ -1,0 +1,132 @@
+"""Every rule against its failing and passing cases, and the catalogue's own well-formedness."""
+
+from __future__ import annotations
+
+import pytest
+from gitops_tools import rules, validate
+from gitops_tools.locate import Locator
+from gitops_tools.rules.registry import Rule, register
+from rule_cases import CASES, FAIL, PASS
+from world import World
+
+
+def evaluate(world: World, checker, tmp_path):
+    return validate.evaluate([world.scope()], checker, Locator(tmp_path))
+
+
+def run_case(case, checker, tmp_path):
+    world = World()
+    files = case.change(world)
+    if files is None:
+        return evaluate(world, checker, tmp_path)
+    paths = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        paths.append(tmp_path / name)
+    return validate.validate(validate.Options(paths=paths))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case, checker, tmp_path, in_repo):
+    result = run_case(case, checker, tmp_path)
+    fired = [f for f in result.findings if f.rule == case.rule]
+    if case.outcome == FAIL:
+        assert fired, f"{case.rule} did not fire; findings: {[(f.rule, f.message) for f in result.findings]}"
+        assert all(f.message and f.remediation for f in fired)
+    else:
+        assert not fired, [f.message for f in fired]
+
+
+def test_every_rule_has_failing_and_passing_cases():
+    covered = {(c.rule, c.outcome) for c in CASES}
+    missing = [f"{r.id} ({outcome})" for r in rules.all_rules() for outcome in (FAIL, PASS) if (r.id, outcome) not in covered]
+    assert not missing, "rules without cases: " + ", ".join(missing)
+    unknown = sorted({c.rule for c in CASES} - set(rules.REGISTRY))
+    assert not unknown, f"cases for unknown rules: {unknown}"
+
+
+def test_fixture_environment_is_clean(checker, tmp_path):
+    result = evaluate(World(), checker, tmp_path)
+    assert [(f.rule, f.message) for f in result.findings] == []
+    assert result.notes == []
+
+
+def test_catalogue_is_well_formed():
+    for rule in rules.all_rules():
+        assert rule.remediation.endswith("."), rule.id
+        assert "\n" not in rule.description and rule.docs, rule.id
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"id": "NoKebab"}, "kebab-case"),
+    ({"id": "gpu-slots-mismatch"}, "duplicate"),
+    ({"remediation": "Do this"}, "period"),
+    ({"severity": "fatal"}, "severity"),
+    ({"requires": ("kubeconfig",)}, "context"),
+])
+def test_registry_rejects_bad_rules(change, problem):
+    fields = dict(id="example-rule", severity="error", description="Something is off", remediation="Fix it.",
+                  docs="Why.", category="GPUs", check=lambda scope: [])
+    with pytest.raises(ValueError, match=problem):
+        register(Rule(**{**fields, **change}))
+
+
+def test_latest_image_is_an_error_in_prod_and_a_warning_elsewhere(checker, tmp_path):
+    severities = {}
+    for env in ("prod", "dev"):
+        world = World()
+        world.env = env
+        world.container("Worker")["image"] = "trainer:latest"
+        found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "image-tag-latest"]
+        severities[env] = {f.severity for f in found}
+    assert severities == {"prod": {"error"}, "dev": {"warning"}}
+
+
+def test_suppression_with_reason_reports_skipped(checker, tmp_path):
+    world = World()
+    world.mpijob["spec"]["slotsPerWorker"] = 4
+    world.launcher_args[1] = "8"
+    world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": "benchmark of 4 ranks"}
+    result = evaluate(world, checker, tmp_path)
+    assert not [f for f in result.findings if f.rule == "gpu-slots-mismatch"]
+    assert [(f.rule, f.reason) for f in result.skipped] == [("gpu-slots-mismatch", "benchmark of 4 ranks")]
+    assert result.exit_code() == 0
+
+
+def test_suppression_without_reason_suppresses_nothing(checker, tmp_path):
+    world = World()
+    world.mpijob["spec"]["slotsPerWorker"] = 4
+    world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": ""}
+    result = evaluate(world, checker, tmp_path)
+    assert {"gpu-slots-mismatch", "suppression-invalid"} <= {f.rule for f in result.findings}
+    assert result.skipped == []
+
+
+def test_rules_needing_absent_context_are_skipped_and_named(checker, tmp_path):
+    world = World()
+    world.cluster, world.complete, world.flux = None, False, False
+    result = evaluate(world, checker, tmp_path)
+    notes = "\n".join(result.notes)
+    for rule in rules.all_rules():
+        if rule.requires:
+            assert rule.id in notes, rule.id
+    assert "--cluster-config" in notes
+
+
+def test_newer_kubernetes_than_known_is_a_warning(checker, tmp_path):
+    world = World()
+    world.cluster["metadata"]["version"] = "1.40"
+    found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "eks-version-unsupported"]
+    assert [f.severity for f in found] == ["warning"]
+
+
+def test_schemas_follow_the_cluster_version(checker, tmp_path):
+    """A field added in a later Kubernetes release is unknown to the earlier schema."""
+    world = World()
+    plugin = world.daemonset("nvidia")["spec"]["template"]["spec"]
+    plugin["hostnameOverride"] = "plugin"   # a PodSpec field new in Kubernetes 1.34
+    new = {f.rule for f in evaluate(world, checker, tmp_path).findings}
+    world.cluster["metadata"]["version"] = "1.33"
+    old = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "schema-invalid"]
+    assert "schema-invalid" not in new
+    assert old and "hostnameOverride" in old[0].message
