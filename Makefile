@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 SCHEMAS ?= $(abspath ../shared/schemas)
 DEMO_DIR ?= demo
+# TensorFlow + Horovod for the trainer tests, kept outside the template folder so bakes stay small.
+TRAINER_VENV ?= $(abspath .venv-trainer)
 
 .PHONY: help setup demo test test-fast sync-catalog clean
 
@@ -24,7 +26,7 @@ demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
 test: setup
-	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python -m pytest -q tests
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 tests
 
 sync-catalog:
 	$(PYTHON) tools/sync_catalog.py
