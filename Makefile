@@ -26,7 +26,7 @@ demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
 test: setup
-	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 tests
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 sync-catalog:
 	$(PYTHON) tools/sync_catalog.py
