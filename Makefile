@@ -7,12 +7,13 @@ DEMO_DIR ?= demo
 # TensorFlow + Horovod for the trainer tests, kept outside the template folder so bakes stay small.
 TRAINER_VENV ?= $(abspath .venv-trainer)
 
-.PHONY: help setup demo test test-fast sync-catalog clean
+.PHONY: help setup demo test test-fast sync-catalog bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
 	@echo "make test          everything: template bakes, generated repositories' checks, trainer tests"
 	@echo "make sync-catalog  rewrite cookiecutter.json's instance choices from the catalogue"
+	@echo "make bench         time scripts/validate on a 24-environment fleet against kustomize alone"
 
 $(BIN)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,9 @@ demo: setup
 
 test: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+
+bench: setup
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 
 sync-catalog:
 	$(PYTHON) tools/sync_catalog.py

@@ -2,9 +2,10 @@
 
     .venv/bin/python tools/bench_diff.py [--environments N] [--repeat R] [--keep DIR]
 
-Bakes the default project, grows it to a fleet by copying its dev and prod environments
-(clusters/<env> + overlays/<env>) under new names, commits that to a git repository, then
-makes a realistic change (a new trainer image for every environment, more workers in prod).
+Builds the validate bench's fleet (tools/bench.py: the default project grown with
+scripts/new-environment to N environments of varied GPU types and FSx types), commits it to a
+git repository, then makes a realistic change (a new trainer image for every environment,
+two more workers in prod).
 
 - render floor: the best of R in-process `render_repository` runs over the whole fleet;
 - diff: the best of R in-process runs of diff's command line (`--base main`, markdown to a
@@ -46,24 +47,6 @@ def bake(out: Path) -> Path:
     subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
                    check=True, capture_output=True, text=True, timeout=600)
     return out / "fleet"
-
-
-def grow(project: Path, environments: int) -> list[str]:
-    """Copy dev and prod (alternately) until there are `environments` environments."""
-    originals = sorted(p.name for p in (project / "clusters").iterdir() if p.is_dir())
-    names = list(originals)
-    number = 0
-    while len(names) < environments:
-        source = originals[number % len(originals)]
-        number += 1
-        name = f"{source}-{number:02d}"
-        shutil.copytree(project / "overlays" / source, project / "overlays" / name)
-        (project / "clusters" / name).mkdir()
-        for path in (project / "clusters" / source).glob("*.yaml"):
-            text = path.read_text().replace(f"./overlays/{source}/", f"./overlays/{name}/")
-            (project / "clusters" / name / path.name).write_text(text)
-        names.append(name)
-    return names
 
 
 def git(project: Path, *args: str) -> None:
@@ -127,17 +110,20 @@ def measure(root: Path, repeat: int = 3) -> dict:
     comment = output.read_text()
     shutil.rmtree(output.parent, ignore_errors=True)
     return {"environments": len(environments), "objects": objects, "render_floor_s": floor,
-            "diff_s": diff, "budget_s": 2 * floor, "comment_chars": len(comment)}
+            "diff_s": diff, "budget_s": 2 * floor, "comment_chars": len(comment),
+            "cores": os.cpu_count(), "load": os.getloadavg()[0]}
 
 
 def report(figures: dict) -> str:
     ratio = figures["diff_s"] / figures["budget_s"]
     verdict = "within" if ratio <= 1 else "over"
-    return (f"diff bench: {figures['environments']} environments, {figures['objects']} objects per side\n"
-            f"  render floor (one render)  {figures['render_floor_s']:.2f} s\n"
-            f"  2 x render floor           {figures['budget_s']:.2f} s\n"
-            f"  diff (--format markdown)   {figures['diff_s']:.2f} s  = {ratio:.2f} x the budget ({verdict})\n"
-            f"  comment                    {figures['comment_chars']:,} characters")
+    return (f"diff bench: {figures['environments']} environments, {figures['objects']} objects per side, "
+            f"{figures['cores']} cores (load average {figures['load']:.1f} at the end)\n"
+            f"  render floor (render_repository once)  {figures['render_floor_s']:6.2f} s\n"
+            f"  2 x render floor                       {figures['budget_s']:6.2f} s\n"
+            f"  scripts/diff --format markdown         {figures['diff_s']:6.2f} s  "
+            f"= {ratio:.2f} x 2 x floor ({verdict})\n"
+            f"  markdown comment                       {figures['comment_chars']:,} characters")
 
 
 def main() -> int:
@@ -146,16 +132,14 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts (default 3)")
     parser.add_argument("--keep", type=Path, help="build the fleet in this folder and keep it")
     args = parser.parse_args()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-diff-fleet-"))
-    try:
-        project = bake(work)
-        grow(project, args.environments)
+    if args.environments < 20:
+        parser.error("--environments must be at least 20")
+    from bench import fleet  # here, not at the top: bench.py imports bake() from this file
+
+    with fleet(args.environments, args.keep) as project:
         commit_fleet(project)
         change(project)
         print(report(measure(project, args.repeat)))
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -274,3 +274,16 @@ def test_usage_errors_exit_2(capsys, in_repo):
     assert raised.value.code == 2
     code, _, err = main("--schema-dir", "/nonexistent/schemas", capsys=capsys)
     assert code == 2 and "--schema-dir" in err
+
+
+def test_schema_dir_option_replaces_the_variable(tmp_path, capsys, in_repo, monkeypatch):
+    known = os.environ.get("GITOPS_SCHEMA_DIR")
+    monkeypatch.delenv("GITOPS_SCHEMA_DIR", raising=False)
+    empty = tmp_path / "schemas"
+    empty.mkdir()
+    code, _, err = main("--env", ENVIRONMENTS[0], "--schema-dir", str(empty), "--quiet", capsys=capsys)
+    assert code == 2
+    assert "schema file missing from the schema folder" in one_line_error(err)
+    if known:   # the same folder through the option instead of the variable
+        code, out, _ = main("--env", ENVIRONMENTS[0], "--schema-dir", known, "--quiet", capsys=capsys)
+        assert code == 0, out

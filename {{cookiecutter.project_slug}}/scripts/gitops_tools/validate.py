@@ -147,7 +147,7 @@ def lint(files: list[Path], root: Path, progress) -> list[Finding]:
     # Results depend on the text alone unless a rule ignores some paths; then on the name too.
     by_name = any(isinstance(c, dict) and c.get("ignore") for c in config.rules.values())
     findings, cache, checked = [], {}, 0
-    for path in dict.fromkeys(files):
+    for path in dict.fromkeys(p.resolve() for p in files):
         name = relative(path, root)
         if config.is_file_ignored(name):
             continue
@@ -210,7 +210,7 @@ def load(plan_: Plan, cluster_config_path: Path | None, kubernetes_version: str 
         scopes = [Scope(e.name, e.objects, override or e.cluster_config, e.kustomizations, complete=True,
                         settings=platform) for e in environments]
     else:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        with ThreadPoolExecutor(max_workers=render.RENDER_WORKERS) as pool:
             built = list(pool.map(lambda folder: parse_stream(kustomize.build(folder), relative(folder, plan_.root)),
                                   plan_.builds))
         objects = [m for group in built for m in group]
@@ -307,11 +307,14 @@ def evaluate(scopes: list[Scope], checker: SchemaChecker, locator: Locator, note
 
 def validate(options: Options, progress=lambda line: None) -> runner.Result:
     plan_ = plan(options.paths, options.envs)
+    sources = list(plan_.sources)
+    if options.cluster_config is not None and options.cluster_config.is_file():
+        sources.append(options.cluster_config)
     with ThreadPoolExecutor(max_workers=1) as background:
         # kustomize runs in subprocesses while this thread lints: both cores stay busy.
         loading = background.submit(load, plan_, options.cluster_config, options.kubernetes_version, progress)
         try:
-            lint_findings = lint(plan_.sources, plan_.root, progress)
+            lint_findings = lint(sources, plan_.root, progress)
         except BaseException:
             loading.cancel()
             raise
@@ -371,3 +374,6 @@ if __name__ == "__main__":
         sys.exit(main())
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:   # the reader went away (`scripts/validate | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

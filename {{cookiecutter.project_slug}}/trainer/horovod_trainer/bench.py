@@ -1,6 +1,6 @@
 """Training throughput: plain Keras vs the trainer under horovodrun -np 1 vs -np 2, in one run.
 
-    python -m horovod_trainer.bench [--work-dir DIR] [--model cnn] [--epochs 6] [--batch-size 64]
+    python -m horovod_trainer.bench [--work-dir DIR] [--model cnn] [--epochs 6] [--batch-size 64] [--rounds N]
 
 Each configuration trains the same model on the same data for the same number of epochs; samples per
 second are counted over all processes from the second epoch on (the first one traces the graph) and
@@ -8,8 +8,10 @@ only while batches run (evaluation and checkpoints are not timed). It uses whate
 TensorFlow sees: on a GPU machine each Horovod process takes one GPU by local rank.
 """
 
+import dataclasses
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -25,30 +27,59 @@ OPTIONS = (
     Option("--model", str, "cnn", "model to train", choices=MODEL_NAMES),
     Option("--epochs", int, 6, "epochs per configuration (the first is not timed)", check=at_least(2)),
     Option("--batch-size", int, 64, "samples per step and process", check=at_least(1)),
+    Option(
+        "--rounds", int, 1, "run the three configurations this many times, in turn; report medians", check=at_least(1)
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Configuration:
+    name: str
+    label: str
+    processes: int
+
+    def command(self, args):
+        if self.name == "keras":
+            return module_command("keras_baseline", args)
+        return horovodrun_command(self.processes, "train", args)
+
+
+CONFIGURATIONS = (
+    Configuration("keras", "plain Keras, no Horovod", 1),
+    Configuration("np1", "horovodrun -np 1", 1),
+    Configuration("np2", "horovodrun -np 2", 2),
 )
 
 
 def run(command, label):
     print(f"bench: {label}: {' '.join(command)}", flush=True)
-    completed = subprocess.run(command, cwd=PACKAGE_ROOT, env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    completed = subprocess.run(
+        command, cwd=PACKAGE_ROOT, env=local_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     if completed.returncode != 0:
         tail = "\n".join(completed.stdout.strip().splitlines()[-15:])
         print(tail, file=sys.stderr)
         raise TrainerError(f"{label} failed with exit code {completed.returncode} (output above)")
 
 
-def read_rate(path, label):
-    with open(path, encoding="utf-8") as handle:
+def measure(configuration, args, stats_file):
+    if os.path.exists(stats_file):
+        os.remove(stats_file)
+    run(configuration.command(args + ["--stats-file", stats_file]), configuration.label)
+    with open(stats_file, encoding="utf-8") as handle:
         stats = json.load(handle)
     if not stats.get("train_samples_per_second"):
-        raise TrainerError(f"{label} measured no throughput (too few epochs?)")
+        raise TrainerError(f"{configuration.label} measured no throughput (too few epochs?)")
     return stats["train_samples_per_second"], stats.get("device", "?")
 
 
 def format_table(rows):
     """rows: (label, processes, samples/s, ratio text, device)"""
     header = ("configuration", "processes", "samples/s", "ratio", "device (rank 0)")
-    cells = [header] + [(label, str(procs), f"{rate:,.0f}", ratio, device) for label, procs, rate, ratio, device in rows]
+    cells = [header] + [
+        (label, str(procs), f"{rate:,.0f}", ratio, device) for label, procs, rate, ratio, device in rows
+    ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
@@ -63,35 +94,32 @@ def main(argv=None):
     os.makedirs(work_dir, exist_ok=True)
     run(module_command("prepare_data", ["--out-dir", data_dir, "--skip-existing"]), "prepare data")
 
-    common = ["--data-dir", data_dir, "--model", settings["model"], "--epochs", str(settings["epochs"]),
-              "--batch-size", str(settings["batch_size"])]
-    stats = {name: os.path.join(work_dir, f"{name}.json") for name in ("keras", "np1", "np2")}
-    for path in stats.values():
-        if os.path.exists(path):
-            os.remove(path)
+    args = ["--data-dir", data_dir, "--model", settings["model"]]
+    args += ["--epochs", str(settings["epochs"]), "--batch-size", str(settings["batch_size"])]
+    rates = {configuration.name: [] for configuration in CONFIGURATIONS}
+    devices = {}
+    # In turn rather than one configuration after another, so that a slow spell of a shared machine
+    # does not land on one configuration only.
+    for _ in range(settings["rounds"]):
+        for configuration in CONFIGURATIONS:
+            rate, devices[configuration.name] = measure(
+                configuration, args, os.path.join(work_dir, f"{configuration.name}.json")
+            )
+            rates[configuration.name].append(rate)
+    median = {name: statistics.median(values) for name, values in rates.items()}
 
-    run(module_command("keras_baseline", common + ["--stats-file", stats["keras"]]), "plain Keras")
-    for num_proc in (1, 2):
-        name = f"np{num_proc}"
-        run(horovodrun_command(num_proc, "train", common + ["--stats-file", stats[name]]), f"horovodrun -np {num_proc}")
-
-    keras_rate, keras_device = read_rate(stats["keras"], "plain Keras")
-    np1_rate, np1_device = read_rate(stats["np1"], "horovodrun -np 1")
-    np2_rate, np2_device = read_rate(stats["np2"], "horovodrun -np 2")
     print()
     print(
         f"training throughput, model {settings['model']}, batch {settings['batch_size']} per process, "
-        f"{settings['epochs']} epochs (first not timed)"
+        f"{settings['epochs']} epochs (first not timed), median of {settings['rounds']} round(s)"
     )
-    print(
-        format_table(
-            [
-                ("plain Keras, no Horovod", 1, keras_rate, "1.00", keras_device),
-                ("horovodrun -np 1", 1, np1_rate, f"{np1_rate / keras_rate:.2f} x plain Keras", np1_device),
-                ("horovodrun -np 2", 2, np2_rate, f"{np2_rate / np1_rate:.2f} x -np 1", np2_device),
-            ]
-        )
-    )
+    ratios = {
+        "keras": "1.00",
+        "np1": f"{median['np1'] / median['keras']:.2f} x plain Keras",
+        "np2": f"{median['np2'] / median['np1']:.2f} x -np 1",
+    }
+    rows = [(c.label, c.processes, median[c.name], ratios[c.name], devices[c.name]) for c in CONFIGURATIONS]
+    print(format_table(rows))
     return 0
 
 

@@ -38,7 +38,7 @@ class Job:
         self.optimizer.build(self.model.trainable_variables)
         self.state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         self.store = CheckpointStore(config.checkpoint_dir, config.keep_checkpoints) if config.checkpoint_dir else None
-        self.meter = ThroughputMeter(config.batch_size * distributed.size())
+        self.meter = ThroughputMeter(config.batch_size)
         self.resumed_from = None
 
     # ----- data layout for the current world size (it changes in elastic mode)
@@ -142,6 +142,7 @@ class Job:
         if position.step >= steps:
             position = Position(position.epoch + 1)
         clock = Clock(position)
+        self.meter.global_batch_size = config.batch_size * distributed.size()  # changes in elastic mode
         callbacks = self.callbacks(clock, plan, extra_callbacks(clock, plan))
         verbose = (1 if sys.stdout.isatty() else 2) if distributed.is_chief() else 0
 
@@ -166,16 +167,18 @@ class Job:
             fit(position.epoch, config.epochs, 0)
 
     def describe(self, start):
+        """Rank 0's start-up line: world, device, data split, steps, learning rate, epochs."""
+        config = self.config
         plan = self.plan("train")
         size = distributed.size()
-        total = self.config.data.num_samples("train")
-        shares = sorted({sharding.rank_range(total, size, r)[1] - sharding.rank_range(total, size, r)[0] for r in range(size)})
+        total = config.data.num_samples("train")
+        shares = sorted({stop - begin for begin, stop in (sharding.rank_range(total, size, r) for r in range(size))})
         say(
-            f"horovod_trainer: {size} process(es), rank 0 on {self.device}; model {self.config.model}; "
+            f"horovod_trainer: {size} process(es), rank 0 on {self.device}; model {config.model}; "
             f"{total} train samples ({'/'.join(map(str, shares))} per rank), "
-            f"{plan.steps_per_epoch} steps/epoch of {self.config.batch_size}; "
-            f"lr {self.config.base_lr:g} -> {self.config.base_lr * size:g} over {self.config.warmup_epochs:g} epoch(s); "
-            f"epochs {start.epoch}..{self.config.epochs}"
+            f"{plan.steps_per_epoch} steps/epoch of {config.batch_size}; "
+            f"lr {config.base_lr:g} -> {config.base_lr * size:g} over {config.warmup_epochs:g} epoch(s); "
+            f"epochs {start.epoch}..{config.epochs}"
         )
 
     # ----- results

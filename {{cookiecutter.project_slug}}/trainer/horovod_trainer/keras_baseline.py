@@ -10,28 +10,23 @@ import json
 import os
 import sys
 
-from . import manifest
+from . import manifest, train
 from .errors import TrainerError, report_errors
-from .models import MODEL_NAMES
-from .settings import Option, at_least, positive, resolve
+from .settings import Option, at_least, resolve
 
 PROG = "keras_baseline"
 
+_SHARED = {option.flag: option for option in train.OPTIONS}
 OPTIONS = (
-    Option("--data-dir", str, None, "directory written by prepare_data (required)"),
-    Option("--model", str, "mlp", "model to train", choices=MODEL_NAMES),
+    *(_SHARED[flag] for flag in ("--data-dir", "--model", "--batch-size", "--base-lr", "--seed", "--stats-file")),
     Option("--epochs", int, 5, "epochs (the first is not timed)", check=at_least(2)),
-    Option("--batch-size", int, 32, "samples per step", check=at_least(1)),
-    Option("--base-lr", float, 0.001, "learning rate", check=positive),
-    Option("--seed", int, 0, "seed for weights and shuffling", check=at_least(0)),
-    Option("--stats-file", str, None, "write {train_samples_per_second, device} as JSON here (required)"),
 )
 
 
 @report_errors(PROG)
 def main(argv=None):
     settings = resolve(OPTIONS, argv, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
-    for required in ("data_dir", "stats_file"):
+    for required in ("data_dir", "stats_file"):  # optional for train, required here
         if not settings[required]:
             raise TrainerError(f"--{required.replace('_', '-')} is required")
     data = manifest.load(settings["data_dir"])

@@ -17,18 +17,13 @@ def module_command(module, args=()):
     return [sys.executable, "-m", f"horovod_trainer.{module}", *args]
 
 
-def horovodrun_command(num_proc, module, args=(), launcher_args=()):
-    """`horovodrun -np N -H localhost:N --gloo <python> -m horovod_trainer.<module> ...`"""
-    return [
-        horovodrun_path(),
-        "-np",
-        str(num_proc),
-        "-H",
-        f"localhost:{num_proc}",
-        "--gloo",
-        *launcher_args,
-        *module_command(module, args),
-    ]
+def horovodrun_command(num_proc, module, args=(), launcher_args=(), local_hosts=True):
+    """`horovodrun -np N -H localhost:N --gloo <python> -m horovod_trainer.<module> ...`
+
+    local_hosts=False leaves out `-H`, for elastic runs whose hosts come from a discovery script.
+    """
+    hosts = ["-H", f"localhost:{num_proc}"] if local_hosts else []
+    return [horovodrun_path(), "-np", str(num_proc), *hosts, "--gloo", *launcher_args, *module_command(module, args)]
 
 
 def local_env(extra=None):

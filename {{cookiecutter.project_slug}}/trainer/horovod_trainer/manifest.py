@@ -13,7 +13,6 @@ number of steps per epoch without reading the data.
 import dataclasses
 import json
 import os
-from typing import Dict, List, Tuple
 
 from .errors import TrainerError
 
@@ -32,11 +31,11 @@ class Shard:
 class Manifest:
     root: str
     source: str
-    feature_shape: Tuple[int, ...]
+    feature_shape: tuple[int, ...]
     num_classes: int
-    splits: Dict[str, List[Shard]]
+    splits: dict[str, list[Shard]]
 
-    def shards(self, split) -> List[Shard]:
+    def shards(self, split) -> list[Shard]:
         return self.splits[split]
 
     def num_samples(self, split) -> int:
@@ -62,8 +61,7 @@ def to_json(source, feature_shape, num_classes, splits):
         "feature_shape": list(feature_shape),
         "num_classes": num_classes,
         "splits": {
-            split: [{"file": name, "samples": samples} for name, samples in shards]
-            for split, shards in splits.items()
+            split: [{"file": name, "samples": samples} for name, samples in shards] for split, shards in splits.items()
         },
     }
 
@@ -82,7 +80,9 @@ def load(data_dir) -> Manifest:
         if raw.get("format") != FORMAT_VERSION:
             raise TrainerError(f"{path} has format {raw.get('format')!r}, expected {FORMAT_VERSION} ({hint})")
         splits = {
-            split: [Shard(os.path.join(data_dir, entry["file"]), int(entry["samples"])) for entry in raw["splits"][split]]
+            split: [
+                Shard(os.path.join(data_dir, entry["file"]), int(entry["samples"])) for entry in raw["splits"][split]
+            ]
             for split in SPLITS
         }
         manifest = Manifest(

@@ -45,10 +45,14 @@ def load_digits_split(eval_fraction, seed):
     order = np.random.default_rng(seed).permutation(len(labels))
     images, labels = images[order], labels[order]
     num_eval = int(round(len(labels) * eval_fraction))
-    return {
-        "train": (images[num_eval:], labels[num_eval:]),
-        "eval": (images[:num_eval], labels[:num_eval]),
-    }, (8, 8, 1), 10
+    return (
+        {
+            "train": (images[num_eval:], labels[num_eval:]),
+            "eval": (images[:num_eval], labels[:num_eval]),
+        },
+        (8, 8, 1),
+        10,
+    )
 
 
 def split_evenly(count, parts):

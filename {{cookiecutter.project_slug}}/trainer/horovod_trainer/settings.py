@@ -8,7 +8,8 @@ here, before TensorFlow is imported, so a bad setting fails fast with one line o
 import argparse
 import dataclasses
 import os
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
 
 from .errors import TrainerError
 
@@ -128,4 +129,3 @@ def resolve(options, argv, environ=None, prog="trainer", description=None):
         else:
             values[option.dest] = option.default
     return values
-

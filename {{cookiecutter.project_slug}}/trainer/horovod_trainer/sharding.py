@@ -18,7 +18,7 @@ so no sample is skipped or counted twice and the batch shape stays fixed.
 
 import dataclasses
 import math
-from typing import List, Sequence, Tuple
+from collections.abc import Sequence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +38,7 @@ class RankPlan:
     num_samples: int  # real samples of this rank
     steps_per_epoch: int  # identical on every rank
     batch_size: int
-    segments: Tuple[Segment, ...]
+    segments: tuple[Segment, ...]
 
     @property
     def padded_samples(self) -> int:
@@ -46,7 +46,7 @@ class RankPlan:
         return self.steps_per_epoch * self.batch_size - self.num_samples
 
 
-def rank_range(total, size, rank) -> Tuple[int, int]:
+def rank_range(total, size, rank) -> tuple[int, int]:
     """[start, stop) of the global sample indices owned by rank; shares differ by at most one."""
     base, extra = divmod(total, size)
     start = rank * base + min(rank, extra)
@@ -65,7 +65,7 @@ def plan_rank(shard_sizes: Sequence[int], size: int, rank: int, batch_size: int)
     if total < size:
         raise ValueError(f"{total} samples cannot be split over {size} ranks")
     start, stop = rank_range(total, size, rank)
-    segments: List[Segment] = []
+    segments: list[Segment] = []
     shard_start = 0
     for index, shard_size in enumerate(shard_sizes):
         shard_stop = shard_start + shard_size

@@ -75,7 +75,9 @@ def _check_output_dir(flag, path):
 
 
 def load_config(argv=None, environ=None) -> TrainConfig:
-    values = resolve(OPTIONS, argv, environ, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
+    values = resolve(
+        OPTIONS, argv, environ, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0]
+    )
     if not values["data_dir"]:
         raise TrainerError("--data-dir (or TRAINER_DATA_DIR) is required")
     _check_output_dir("--checkpoint-dir", values["checkpoint_dir"])

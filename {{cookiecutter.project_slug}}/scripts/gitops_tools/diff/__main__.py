@@ -13,7 +13,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import InputError
@@ -65,9 +64,7 @@ def write(text: str, output: Path | None) -> None:
         return
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=output.parent, prefix=f".{output.name}.", delete=False) as f:
-            f.write(text)
-        os.replace(f.name, output)
+        output.write_text(text)
     except OSError as error:
         raise InputError(f"{output}: cannot write: {error.strerror}") from None
 
@@ -98,8 +95,9 @@ def _terminate(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    # SIGTERM (a cancelled CI job) unwinds like Ctrl-C, so the temporary worktree is removed.
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM (a cancelled CI job) and SIGHUP unwind like Ctrl-C, so the temporary worktree
+    # is removed (once the render that is running finishes).
+    previous = {number: signal.signal(number, _terminate) for number in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return run(parse_args(argv))
     except InputError as error:
@@ -109,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 if __name__ == "__main__":

@@ -1,59 +1,37 @@
 """The figures of an environment's impact summary: GPUs asked for and GPUs the nodes can hold.
 
-- MPIJob GPUs: for each MPIJob and replica type, replicas x the pod's `nvidia.com/gpu`
-  (limits, else requests; a pod needs the larger of its containers' sum and any one init
-  container).
+- MPIJob GPUs: for each MPIJob and replica type, replicas x the pod's `nvidia.com/gpu` (a pod
+  needs the larger of its containers' sum and any one init container).
 - GPU node capacity: for each eksctl node group with a GPU instance type, maxSize x the
   type's GPUs (catalog.py). None when the ClusterConfig is missing or names an unknown type.
+
+Pod templates, node groups and quantities are read with the validator's model (rules/model.py),
+so both tools count the same way.
 """
 
 from __future__ import annotations
 
-from .. import catalog
 from ..manifests import Environment, Manifest
+from ..rules.model import GPU, MPIJOB, NodeGroup, PodTemplate, mapping, plural, pod_templates, sequence
 from .model import Figure
 
-GPU = "nvidia.com/gpu"
-MPIJOB = ("kubeflow.org", "MPIJob")
-# eksctl's defaults when a node group leaves its sizes out.
+# What eksctl creates when a node group gives no size at all.
 _EKSCTL_DEFAULT_NODES = 2
 
 
-def as_int(value) -> int:
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return 0
+def pod_gpus(template: PodTemplate) -> int:
+    init = max((c.request(GPU) for c in template.init_containers), default=0.0)
+    return int(max(template.request(GPU), init))
 
 
-def container_gpus(container: dict) -> int:
-    resources = container.get("resources") or {}
-    for section in ("limits", "requests"):
-        amounts = resources.get(section) or {}
-        if GPU in amounts:
-            return as_int(amounts[GPU])
-    return 0
-
-
-def pod_gpus(pod_spec: dict) -> int:
-    running = sum(container_gpus(c) for c in pod_spec.get("containers") or [] if isinstance(c, dict))
-    init = max((container_gpus(c) for c in pod_spec.get("initContainers") or [] if isinstance(c, dict)),
-               default=0)
-    return max(running, init)
-
-
-def mpijob_gpus(doc: dict) -> tuple[int, list[str]]:
+def mpijob_gpus(manifest: Manifest) -> tuple[int, list[str]]:
     """Total GPUs of one MPIJob and a breakdown per replica type that asks for any."""
     total, parts = 0, []
-    specs = (doc.get("spec") or {}).get("mpiReplicaSpecs") or {}
-    for role, spec in specs.items():
-        if not isinstance(spec, dict):
-            continue
-        replicas = as_int(spec.get("replicas", 1 if role == "Launcher" else 0))
-        per_pod = pod_gpus(((spec.get("template") or {}).get("spec")) or {})
+    for template in pod_templates(manifest):
+        per_pod = pod_gpus(template)
         if per_pod:
-            total += replicas * per_pod
-            parts.append(f"{replicas} {role.lower()}{'s' if replicas != 1 else ''} x {per_pod}")
+            total += template.replicas * per_pod
+            parts.append(f"{plural(template.replicas, template.role.lower())} x {per_pod}")
     return total, parts
 
 
@@ -62,44 +40,37 @@ def requested_gpus(objects: list[Manifest]) -> tuple[int, str]:
     for manifest in objects:
         if (manifest.group, manifest.kind) != MPIJOB:
             continue
-        gpus, parts = mpijob_gpus(manifest.doc)
+        gpus, parts = mpijob_gpus(manifest)
         total += gpus
         if parts:
-            suspended = ((manifest.doc.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True
+            suspended = mapping(manifest.doc, "spec", "runPolicy").get("suspend") is True
             details.append(f"{manifest.name}: {' + '.join(parts)}{' (suspended)' if suspended else ''}")
     return total, "; ".join(details)
 
 
-def node_group_gpus(group: dict) -> tuple[int | None, str]:
+def node_group_gpus(group: NodeGroup) -> tuple[int | None, str]:
     """GPUs the group holds at maxSize (None for an unknown instance type), and how."""
-    types = group.get("instanceTypes") or [group.get("instanceType")]
-    known = [catalog.lookup(str(name)) for name in types if name]
-    if not known or any(t is None for t in known):
-        return None, f"{group.get('name', '?')}: unknown instance type {', '.join(map(str, types))}"
-    per_node = min(t.gpus for t in known)
+    per_node = group.smallest("gpus")
+    if per_node is None:
+        return None, f"{group.name}: unknown instance type {', '.join(group.instance_types) or '(none)'}"
     if per_node == 0:
         return 0, ""
-    desired = group.get("desiredCapacity", _EKSCTL_DEFAULT_NODES)
-    nodes = as_int(group.get("maxSize", desired))
-    label = known[0].name if len(known) == 1 else "/".join(t.name for t in known)
-    return nodes * per_node, f"{group.get('name', '?')}: {nodes} x {label} ({per_node} GPU{'s' if per_node != 1 else ''})"
+    nodes = group.max_size if group.max_size is not None else _EKSCTL_DEFAULT_NODES
+    return nodes * per_node, f"{group.name}: {nodes} x {'/'.join(group.instance_types)} ({plural(per_node, 'GPU')})"
 
 
 def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:
     if cluster_config is None:
         return None, "no ClusterConfig"
     total, details = 0, []
-    doc = cluster_config.doc
-    for group in (doc.get("managedNodeGroups") or []) + (doc.get("nodeGroups") or []):
-        if not isinstance(group, dict):
-            continue
-        gpus, detail = node_group_gpus(group)
-        if detail:
-            details.append(detail)
-        if gpus is None:
-            total = None
-        elif total is not None:
-            total += gpus
+    for key in ("managedNodeGroups", "nodeGroups"):
+        for index, doc in enumerate(sequence(cluster_config.doc, key)):
+            if not isinstance(doc, dict):
+                continue
+            gpus, detail = node_group_gpus(NodeGroup(doc, (key, index)))
+            if detail:
+                details.append(detail)
+            total = None if total is None or gpus is None else total + gpus
     return total, "; ".join(details)
 
 

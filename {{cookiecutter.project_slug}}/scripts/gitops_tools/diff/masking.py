@@ -54,7 +54,8 @@ def secret_slots(doc: dict | None) -> dict[tuple, tuple]:
                     slots[(field, str(key))] = (field, key)
             elif values is not None:
                 slots[(field,)] = (field,)
-        annotations = (doc.get("metadata") or {}).get("annotations")
+        metadata = doc.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
         if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
             slots[("annotation", _LAST_APPLIED)] = ("metadata", "annotations", _LAST_APPLIED)
     _collect_env(doc, (), (), slots)

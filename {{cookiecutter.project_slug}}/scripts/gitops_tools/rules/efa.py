@@ -14,6 +14,10 @@ def efa_templates(scope: Scope) -> list[PodTemplate]:
     return [t for t in scope.pod_templates if t.request(EFA) > 0]
 
 
+def _provides_efa(group) -> bool:
+    return group.efa_enabled and (group.smallest("efa_interfaces") or 0) > 0
+
+
 def _efa_container(template: PodTemplate):
     return next(c for c in template.containers if c.request(EFA) > 0)
 
@@ -27,7 +31,7 @@ def _efa_container(template: PodTemplate):
 def efa_without_efa_node_group(scope: Scope):
     for template in efa_templates(scope):
         _, groups = scope.placement(template)
-        if groups and not any(g.efa_enabled and (g.smallest("efa_interfaces") or 0) > 0 for g in groups):
+        if groups and not any(_provides_efa(g) for g in groups):
             names = ", ".join(f"{g.describe()}{'' if g.efa_enabled else ' without efaEnabled'}" for g in groups)
             yield Finding("efa-without-efa-node-group", template.owner,
                           f"{template.label} requests vpc.amazonaws.com/efa but runs on {names}",
@@ -44,7 +48,7 @@ def efa_request_exceeds_interfaces(scope: Scope):
     for template in efa_templates(scope):
         wanted = template.request(EFA)
         _, groups = scope.placement(template)
-        usable = [g for g in groups if g.efa_enabled and (g.smallest("efa_interfaces") or 0) > 0]
+        usable = [g for g in groups if _provides_efa(g)]
         if usable and all(g.smallest("efa_interfaces") < wanted for g in usable):
             sizes = ", ".join(f"{g.describe()} has {g.smallest('efa_interfaces')}" for g in usable)
             yield Finding("efa-request-exceeds-interfaces", template.owner,

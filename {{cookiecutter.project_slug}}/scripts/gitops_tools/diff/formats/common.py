@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import ADDED, CHANGED, REMOVED, STATUS_SIGN, EnvironmentDiff, Figure, ObjectChange
+from ..model import ADDED, CHANGED, REMOVED, STATUS_SIGN, EnvironmentDiff, Figure, Notice, ObjectChange, Report
 
 ARROW = "->"
 
@@ -61,3 +61,15 @@ def owner(change: ObjectChange) -> str:
 
 def stat(change: ObjectChange) -> str:
     return f"+{change.additions} -{change.deletions}"
+
+
+def grouped_notices(report: Report) -> list[tuple[str, Notice]]:
+    """Notices most serious first; one that reads the same in several environments is listed
+    once, with their names joined ("dev, prod")."""
+    groups: dict[tuple, list[str]] = {}
+    first: dict[tuple, Notice] = {}
+    for env_name, notice in report.notices:
+        key = (notice.severity, notice.resource, notice.title, notice.message)
+        groups.setdefault(key, []).append(env_name)
+        first.setdefault(key, notice)
+    return [(", ".join(names), first[key]) for key, names in groups.items()]

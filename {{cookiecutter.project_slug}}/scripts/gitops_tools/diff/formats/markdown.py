@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
-from .common import counts, env_title, figure, figure_lines, owner, stat
+from .common import counts, env_title, figure, figure_lines, grouped_notices, owner, stat
 
 GITHUB_LIMIT = 65_536
 # Room for what a workflow adds around the body (a hidden marker, a footer).
@@ -48,7 +48,7 @@ def _summary(report: Report, max_chars: int) -> str:
               "maxSize x GPUs per instance over the eksctl node groups.</sub>"]
     if report.notices:
         items = [f"- {_ICONS[notice.severity]} **{env_name}** · `{notice.resource}` · "
-                 f"**{notice.title}**: {notice.message}" for env_name, notice in report.notices]
+                 f"**{notice.title}**: {notice.message}" for env_name, notice in grouped_notices(report)]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")
     return "\n".join(lines) + "\n\n"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import DANGER, STATUS_SIGN, WARNING, Report
-from .common import counts, env_title, figure, figure_lines, owner, stat
+from .common import counts, env_title, figure, figure_lines, grouped_notices, owner, stat
 
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
 
@@ -27,7 +27,7 @@ def render(report: Report, color: bool = False) -> str:
 
     if report.notices:
         lines += ["", paint("Notices", "bold")]
-        for env_name, notice in report.notices:
+        for env_name, notice in grouped_notices(report):
             style = "red" if notice.severity == DANGER else "yellow" if notice.severity == WARNING else "dim"
             lines.append(f"  {paint(notice.severity.upper(), style)} {env_name}: {notice.resource}: "
                          f"{notice.title}. {notice.message}")

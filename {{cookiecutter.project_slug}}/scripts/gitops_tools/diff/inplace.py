@@ -1,0 +1,143 @@
+"""Changes Kubernetes, Flux or eksctl cannot apply to an object that already exists, and what
+happens instead. Each rule takes (change, context) and returns notices."""
+
+from __future__ import annotations
+
+from ..rules.model import MPIJOB, sequence
+from .model import DANGER, INFO, WARNING, Notice, ObjectChange
+from .scope import (FORCE_ANNOTATION, PVC, STORAGE_CLASS, Context, changed_fields, claim_size, forced, spec,
+                    volume_fate)
+
+JOB = ("batch", "Job")
+CLUSTER_CONFIG = ("eksctl.io", "ClusterConfig")
+WORKLOADS = (("apps", "Deployment"), ("apps", "DaemonSet"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"))
+
+# Fields the API server refuses to change on an existing object.
+STORAGE_CLASS_FIXED = ("parameters", "provisioner", "reclaimPolicy", "volumeBindingMode")
+STATEFULSET_FIXED = ("selector", "volumeClaimTemplates", "serviceName", "podManagementPolicy")
+JOB_FIXED = ("template", "selector", "completionMode")
+IMMUTABLE_DATA_FIXED = ("data", "stringData", "binaryData", "immutable")
+# The only PVC spec fields that may change after creation: a storage increase, the attributes class.
+PVC_MUTABLE = ("resources", "volumeAttributesClassName")
+# Node group fields eksctl does not change on an existing group.
+NODEGROUP_FIXED = ("instanceType", "instanceTypes", "amiFamily", "availabilityZones", "subnets",
+                   "efaEnabled", "privateNetworking", "volumeSize", "volumeType")
+
+
+def cannot_change(change: ObjectChange, context: Context, fields: list[str], recreated: str) -> Notice:
+    """The notice for immutable fields: who fails, who waits, and what re-creating costs."""
+    listed = ", ".join(f"`{field}`" for field in fields)
+    if forced(change, context):
+        happens = f"Force is on, so Flux deletes and re-creates it: {recreated}"
+    else:
+        owner = change.after.source
+        waiting = context.dependents(owner)
+        blocked = f"; {', '.join(f'`{name}`' for name in waiting)} waits for it" if waiting else ""
+        happens = (f"The API server rejects the update, so Flux Kustomization `{owner}` fails to apply"
+                   f"{blocked}. To apply it, delete the object (or set the annotation `{FORCE_ANNOTATION}: "
+                   f"enabled`) and Flux re-creates it: {recreated}")
+    return Notice(DANGER, change.key.resource, "cannot change in place",
+                  f"Changes {listed}, which cannot change on an existing object. {happens}")
+
+
+def storage_class(change: ObjectChange, context: Context) -> list[Notice]:
+    fields = changed_fields(change.before.doc, change.after.doc, STORAGE_CLASS_FIXED)
+    if not fields:
+        return []
+    return [cannot_change(change, context, fields,
+                          "volumes that exist keep their old settings; only claims made afterwards use the new ones.")]
+
+
+def claim(change: ObjectChange, context: Context) -> list[Notice]:
+    before, after = spec(change.before), spec(change.after)
+    fields = changed_fields(before, after, sorted((before.keys() | after.keys()) - set(PVC_MUTABLE)))
+    _, fate = volume_fate(change.before, context, "base")
+    recreated = f"the claim is deleted and made again, and {fate}."
+    old_size, new_size = claim_size(change.before), claim_size(change.after)
+    notices = []
+    if fields:
+        notices.append(cannot_change(change, context, fields, recreated))
+    if old_size is not None and new_size is not None and new_size < old_size:
+        notices.append(cannot_change(change, context, ["resources.requests.storage (smaller)"], recreated))
+    elif old_size is not None and new_size is not None and new_size > old_size:
+        notices.append(_expansion(change, context))
+    return notices
+
+
+def _expansion(change: ObjectChange, context: Context) -> Notice:
+    class_name = spec(change.after).get("storageClassName")
+    found = context.find("head", STORAGE_CLASS, str(class_name)) if class_name else None
+    if found is not None and found.doc.get("allowVolumeExpansion") is True:
+        return Notice(INFO, change.key.resource, "volume grows",
+                      "The volume is expanded in place. It cannot shrink again, and a bigger file system costs more.")
+    return Notice(DANGER, change.key.resource, "cannot grow",
+                  f"The API server rejects the bigger size: StorageClass `{class_name}` does not set "
+                  f"allowVolumeExpansion: true.")
+
+
+def job(change: ObjectChange, context: Context) -> list[Notice]:
+    fields = changed_fields(spec(change.before), spec(change.after), JOB_FIXED)
+    if not fields:
+        return []
+    return [cannot_change(change, context, fields, "the Job is deleted and created again, so it runs again.")]
+
+
+def workload(change: ObjectChange, context: Context) -> list[Notice]:
+    fixed = STATEFULSET_FIXED if change.key.kind == "StatefulSet" else ("selector",)
+    fields = changed_fields(spec(change.before), spec(change.after), fixed)
+    if not fields:
+        return []
+    return [cannot_change(change, context, fields, "it is deleted and created again, and all its pods restart.")]
+
+
+def immutable_data(change: ObjectChange, context: Context) -> list[Notice]:
+    """A Secret or ConfigMap marked `immutable: true` keeps its data for good."""
+    if change.before.doc.get("immutable") is not True:
+        return []
+    fields = changed_fields(change.before.doc, change.after.doc, IMMUTABLE_DATA_FIXED)
+    if not fields:
+        return []
+    return [cannot_change(change, context, fields, "pods that mount it keep the old content until they restart.")]
+
+
+def mpijob(change: ObjectChange, context: Context) -> list[Notice]:
+    if spec(change.before) == spec(change.after):
+        return []
+    return [Notice(WARNING, change.key.resource, "running job keeps its spec",
+                   "If this MPIJob is running, the MPI operator does not restart it: pods that exist keep "
+                   "the old spec and mpirun keeps its process count. The new spec takes effect when the "
+                   "MPIJob is created again (delete it and Flux re-creates it; training starts over, "
+                   "from its checkpoints if it writes any).")]
+
+
+def cluster_config(change: ObjectChange, context: Context) -> list[Notice]:
+    notices = [Notice(INFO, change.key.resource, "applied by eksctl, not Flux",
+                      "Flux never applies the ClusterConfig: run eksctl for this change (node group sizes: "
+                      "`eksctl scale nodegroup`; a new Kubernetes version: `eksctl upgrade cluster`).")]
+    before = {group.get("name"): group for group in _node_groups(change.before.doc)}
+    for group in _node_groups(change.after.doc):
+        old = before.get(group.get("name"))
+        fields = changed_fields(old, group, NODEGROUP_FIXED) if old else []
+        if fields:
+            listed = ", ".join(f"`{field}`" for field in fields)
+            notices.append(Notice(WARNING, change.key.resource, "node group must be replaced",
+                                  f"Node group `{group.get('name')}` changes {listed}, which eksctl does not change "
+                                  f"on an existing group: create a group under a new name, move the workload, "
+                                  f"then delete the old group."))
+    return notices
+
+
+def _node_groups(doc: dict) -> list[dict]:
+    return [g for g in sequence(doc, "managedNodeGroups") + sequence(doc, "nodeGroups") if isinstance(g, dict)]
+
+
+RULES = {
+    STORAGE_CLASS: storage_class,
+    PVC: claim,
+    JOB: job,
+    MPIJOB: mpijob,
+    CLUSTER_CONFIG: cluster_config,
+    ("", "Secret"): immutable_data,
+    ("", "ConfigMap"): immutable_data,
+    **{group_kind: workload for group_kind in WORKLOADS},
+}

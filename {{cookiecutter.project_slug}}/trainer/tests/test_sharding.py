@@ -1,0 +1,89 @@
+"""Every sample is read by exactly one rank per epoch, and all ranks run the same number of steps."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from horovod_trainer import input_pipeline, sharding
+
+WORLD_SIZES = (1, 2, 3, 4, 5, 7, 8)
+
+
+@pytest.mark.parametrize(
+    "shard_sizes",
+    [[10], [288, 288, 288, 287, 287], [1, 0, 5, 3], [7] * 9, [1000, 1]],
+    ids=["one-file", "five-files", "tiny-and-empty-files", "nine-files", "lopsided"],
+)
+@pytest.mark.parametrize("batch_size", [1, 4, 32])
+def test_plans_cover_every_sample_exactly_once(shard_sizes, batch_size):
+    total = sum(shard_sizes)
+    starts = np.cumsum([0] + shard_sizes[:-1])
+    for size in [s for s in WORLD_SIZES if s <= total]:
+        owners = collections.Counter()
+        plans = [sharding.plan_rank(shard_sizes, size, rank, batch_size) for rank in range(size)]
+        for plan in plans:
+            read = []
+            for segment in plan.segments:
+                assert segment.skip + segment.take <= shard_sizes[segment.shard_index]
+                first = starts[segment.shard_index] + segment.skip
+                read.extend(range(first, first + segment.take))
+            assert len(read) == plan.num_samples
+            owners.update(read)
+        assert sorted(owners) == list(range(total)) and set(owners.values()) == {1}, (size, owners)
+        assert len({plan.steps_per_epoch for plan in plans}) == 1
+        assert max(p.num_samples for p in plans) - min(p.num_samples for p in plans) <= 1
+        assert all(0 <= plan.padded_samples <= batch_size for plan in plans)
+
+
+def test_too_many_ranks_is_an_error():
+    with pytest.raises(ValueError):
+        sharding.plan_rank([2, 1], 4, 0, 8)
+
+
+def rank_ids(data, plan, seed, epoch=0):
+    """Sample ids with weight 1, and the number of examples, that the pipeline yields for one epoch."""
+    examples = input_pipeline.rank_examples(data, "train", plan, input_pipeline.epoch_seed(seed, epoch, plan.rank))
+    ids, count = [], 0
+    for example in examples.as_numpy_iterator():
+        count += 1
+        if example["weight"] == 1.0:
+            ids.append(int(example["id"]))
+    return ids, count
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 7])
+def test_pipeline_reads_each_tfrecord_sample_once_across_ranks(data, world_size):
+    batch_size = 32
+    sizes = [shard.samples for shard in data.shards("train")]
+    seen = collections.Counter()
+    batch_counts = set()
+    for rank in range(world_size):
+        plan = sharding.plan_rank(sizes, world_size, rank, batch_size)
+        ids, count = rank_ids(data, plan, seed=3)
+        assert count == plan.steps_per_epoch * batch_size
+        seen.update(ids)
+        batches = input_pipeline.train_batches(data, plan, 3, 0, 1)
+        weights = [w.sum() for _, _, w in batches.as_numpy_iterator()]
+        batch_counts.add(len(weights))
+        assert sum(weights) == plan.num_samples
+    assert sorted(seen) == list(range(data.num_samples("train")))
+    assert set(seen.values()) == {1}
+    assert len(batch_counts) == 1  # same number of steps on every rank
+
+
+def test_each_epoch_has_its_own_order_and_the_same_samples(data):
+    plan = sharding.plan_rank([shard.samples for shard in data.shards("train")], 2, 1, 32)
+    first, _ = rank_ids(data, plan, seed=0, epoch=0)
+    second, _ = rank_ids(data, plan, seed=0, epoch=1)
+    assert first != second and sorted(first) == sorted(second)
+
+
+def test_skipping_steps_continues_the_same_epoch_sequence(data):
+    plan = sharding.plan_rank([shard.samples for shard in data.shards("train")], 3, 0, 16)
+    full = list(input_pipeline.train_batches(data, plan, 5, 2, 4).as_numpy_iterator())
+    resumed = list(input_pipeline.train_batches(data, plan, 5, 2, 4, skip_steps=7).as_numpy_iterator())
+    assert len(full) == 2 * plan.steps_per_epoch and len(resumed) == len(full) - 7
+    for (images_a, labels_a, _), (images_b, labels_b, _) in zip(full[7:], resumed):
+        np.testing.assert_array_equal(labels_a, labels_b)
+        np.testing.assert_array_equal(images_a, images_b)
