@@ -13,7 +13,7 @@ help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
 	@echo "make test          everything: template bakes, generated repositories' checks, trainer tests"
 	@echo "make sync-catalog  rewrite cookiecutter.json's instance choices from the catalogue"
-	@echo "make bench         time scripts/validate on a 24-environment fleet against kustomize alone"
+	@echo "make bench         validate and diff on a 24-environment fleet vs kustomize alone; trainer samples/s"
 
 $(BIN)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,8 @@ test: setup
 
 bench: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
+	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)
 
 sync-catalog:
 	$(PYTHON) tools/sync_catalog.py
