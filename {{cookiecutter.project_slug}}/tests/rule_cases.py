@@ -317,6 +317,24 @@ def worker_limits_only(world):
     del world.worker_resources["requests"]["memory"]
 
 
+@case("pod-request-exceeds-node", FAIL)
+def worker_sized_for_a_bigger_instance(world):
+    world.worker_resources["requests"]["cpu"] = "160"      # p4d.24xlarge has 96 vCPUs
+
+
+@case("pod-request-exceeds-node", FAIL)
+def worker_memory_beyond_the_node(world):
+    for section in ("requests", "limits"):
+        world.worker_resources[section]["memory"] = "2Ti"      # p4d.24xlarge has 1152 GiB
+
+
+@case("pod-request-exceeds-node", PASS)
+def worker_sized_to_the_node(world):
+    world.worker_resources["requests"]["cpu"] = "90"
+    world.worker_resources["requests"]["memory"] = "1100Gi"
+    world.worker_resources["limits"]["memory"] = "1100Gi"
+
+
 @case("shm-not-memory-backed", FAIL)
 def shm_on_disk(world):
     dshm = next(v for v in world.pod("Worker")["volumes"] if v["name"] == "dshm")
@@ -711,6 +729,19 @@ def secret_reference_and_token_file(world):
         {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}},
         {"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "value": "/var/run/secrets/eks.amazonaws.com/token"},
         {"name": "NCCL_DEBUG", "value": "WARN"}]
+
+
+@case("env-literal-credential", PASS)
+def settings_that_only_mention_tokens_or_secrets(world):
+    world.container("Worker")["env"] = [
+        {"name": "TOKENIZERS_PARALLELISM", "value": "false"},
+        {"name": "MAX_TOKENS", "value": "2048"},
+        {"name": "USE_SECRETS_MANAGER", "value": "true"}]
+
+
+@case("env-literal-credential", FAIL)
+def token_as_a_word(world):
+    world.container("Worker")["env"] = [{"name": "HF_TOKEN", "value": "hf_abcdefghijklmnop"}]
 
 
 @case("secret-data-committed", FAIL)

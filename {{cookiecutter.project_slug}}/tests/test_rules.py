@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from gitops_tools import rules, validate
 from gitops_tools.locate import Locator
@@ -39,7 +41,9 @@ def test_case(case, checker, tmp_path, in_repo):
 
 def test_every_rule_has_failing_and_passing_cases():
     covered = {(c.rule, c.outcome) for c in CASES}
-    missing = [f"{r.id} ({outcome})" for r in rules.all_rules() for outcome in (FAIL, PASS) if (r.id, outcome) not in covered]
+    # Runner-stage rules report a failing check function; test_a_failing_rule_fails_the_run covers them.
+    catalogue = [r for r in rules.all_rules() if r.stage != "runner"]
+    missing = [f"{r.id} ({outcome})" for r in catalogue for outcome in (FAIL, PASS) if (r.id, outcome) not in covered]
     assert not missing, "rules without cases: " + ", ".join(missing)
     unknown = sorted({c.rule for c in CASES} - set(rules.REGISTRY))
     assert not unknown, f"cases for unknown rules: {unknown}"
@@ -130,3 +134,22 @@ def test_schemas_follow_the_cluster_version(checker, tmp_path):
     old = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "schema-invalid"]
     assert "schema-invalid" not in new
     assert old and "hostnameOverride" in old[0].message
+
+
+def test_a_failing_rule_fails_the_run(checker, tmp_path, monkeypatch):
+    """Outside tests (no GITOPS_DEBUG) a rule that raises becomes a rule-failed error, never a pass."""
+    monkeypatch.delenv("GITOPS_DEBUG")
+    clean = evaluate(World(), checker, tmp_path)
+    assert "rule-failed" not in {f.rule for f in clean.findings} and clean.exit_code() == 0
+
+    def broken(scope):
+        raise KeyError("spec")
+        yield  # a generator, like the real checks
+
+    monkeypatch.setitem(rules.REGISTRY, "gpu-slots-mismatch",
+                        dataclasses.replace(rules.REGISTRY["gpu-slots-mismatch"], check=broken))
+    monkeypatch.setattr(rules, "all_rules", lambda: list(rules.REGISTRY.values()))
+    result = evaluate(World(), checker, tmp_path)
+    failed = [f for f in result.findings if f.rule == "rule-failed"]
+    assert len(failed) == 1 and "gpu-slots-mismatch" in failed[0].message and result.exit_code() == 1
+    assert any("gpu-slots-mismatch could not finish" in note for note in result.notes)

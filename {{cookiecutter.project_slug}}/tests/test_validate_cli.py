@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, SCRIPTS, run_validate
-from gitops_tools import render, report, validate
+from gitops_tools import kustomize, render, report, validate
 
 ENVIRONMENTS = render.environment_names(REPO)
 UPSTREAM_EXAMPLE = "mpi-operator-v0.8.0-horovod-tensorflow-mnist.yaml"
@@ -241,6 +241,38 @@ def test_missing_flux_path_is_a_finding(repo_copy, capsys, monkeypatch):
     assert "flux-path-missing" in {f["rule"] for f in json.loads(out)["findings"]}
 
 
+def test_flux_path_without_kustomization_file_is_read_as_flux_does(repo_copy, capsys, monkeypatch):
+    """Flux generates a kustomization for such a folder: every manifest below it, recursively."""
+    extra = repo_copy / "overlays" / ENVIRONMENTS[0] / "extra"
+    (extra / "nested").mkdir(parents=True)
+    (extra / "quota.yaml").write_text("---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpus\n"
+                                      "  namespace: training\nspec:\n  hard:\n    requests.nvidia.com/gpu: '64'\n")
+    (extra / "nested" / "notes.yaml").write_text("---\ntitle: not a Kubernetes object, Flux skips it\n")
+    (extra / "nested" / "bad.yaml").write_text("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+                                               "  namespace: training\ndatta: {}\n")
+    entry = repo_copy / "clusters" / ENVIRONMENTS[0] / "training.yaml"
+    edit_yaml(entry, lambda docs: docs[0]["spec"].update(path=f"./overlays/{ENVIRONMENTS[0]}/extra"))
+    monkeypatch.chdir(repo_copy)
+    code, out, _ = main("--env", ENVIRONMENTS[0], "--format", "json", "--quiet", capsys=capsys)
+    findings = json.loads(out)["findings"]
+    schema = [f for f in findings if f["rule"] == "schema-invalid"]
+    assert code == 1, findings
+    assert [(f["file"], f["resource"]) for f in schema] == [
+        (f"overlays/{ENVIRONMENTS[0]}/extra/nested/bad.yaml", "ConfigMap/training/x")]
+
+
+@pytest.mark.parametrize("stderr, cause", [
+    ('E1123 01:54:05.362503   32540 run.go:72] "command failed" err="accumulating resources: '
+     'MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"\n',
+     "accumulating resources: MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"),
+    ('E1123 01:46:37.100000   4242 run.go:72] "command failed" err=<\n\tfirst line\n\tsecond line\n >\n',
+     "first line second line"),
+    ("Error: accumulating resources: missing.yaml\n", "accumulating resources: missing.yaml"),
+], ids=["kubectl", "kubectl-multiline", "kustomize"])
+def test_build_errors_lose_the_log_prefix(stderr, cause):
+    assert kustomize.error_cause(stderr) == cause
+
+
 def test_no_kustomize_and_no_kubectl(tmp_path):
     env = {**os.environ, "PATH": "", "PYTHONPATH": str(SCRIPTS)}
     env.pop("GITOPS_DEBUG", None)
@@ -266,6 +298,16 @@ def test_unreadable_paths(make, tmp_path, capsys, in_repo):
     code, _, err = main(str(path), "--quiet", capsys=capsys)
     assert code == 2
     assert path.name in one_line_error(err)
+
+
+@pytest.mark.parametrize("metadata", ["metadata: oops", "metadata:\n  name: x\n  annotations: oops"],
+                         ids=["metadata", "annotations"])
+def test_malformed_metadata_is_a_schema_finding_not_a_crash(metadata, tmp_path, capsys, in_repo):
+    path = tmp_path / "configmap.yaml"
+    path.write_text(f"---\napiVersion: v1\nkind: ConfigMap\n{metadata}\ndata:\n  a: b\n")
+    code, out, err = main(str(path), "--format", "json", "--quiet", capsys=capsys)
+    assert code == 1 and "Traceback" not in err
+    assert {f["rule"] for f in json.loads(out)["findings"]} == {"schema-invalid"}
 
 
 def test_usage_errors_exit_2(capsys, in_repo):

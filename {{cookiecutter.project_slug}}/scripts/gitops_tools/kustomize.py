@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from functools import lru_cache
@@ -11,6 +13,11 @@ from .errors import InputError
 
 # kustomize-controller builds with this restrictor, so a render here matches what Flux applies.
 _FLAGS = ["--load-restrictor", "LoadRestrictionsNone"]
+# The file names kustomize reads a folder's kustomization from.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# kubectl logs its error through klog: `E1123 01:54:05.362503  32540 run.go:72] "command failed" err="..."`,
+# or `err=<` followed by indented lines and `>` when the message has several lines.
+_KLOG_ERROR = re.compile(r'^[EWIF]\d{4} \S+\s+\d+ \S+\] "command failed" err=(.*)$')
 
 
 @lru_cache(maxsize=1)
@@ -22,16 +29,36 @@ def command() -> tuple[str, ...]:
     raise InputError("neither kustomize nor kubectl is installed; install one of them (kubectl includes kustomize)")
 
 
+def has_kustomization(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
+def error_cause(stderr: str) -> str:
+    """The message of a failed build, without kubectl's log prefix and quoting."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        logged = _KLOG_ERROR.match(line)
+        if not logged:
+            continue
+        value = logged.group(1)
+        if value == "<":
+            return " ".join(part.strip() for part in lines[index + 1:] if part.strip() != ">")
+        try:
+            return str(json.loads(value))
+        except ValueError:
+            return value.strip('"')
+    return lines[-1].removeprefix("Error: ") if lines else ""
+
+
 def build(path: Path) -> str:
     """The rendered YAML stream of the kustomization in `path`."""
-    if not (path / "kustomization.yaml").is_file() and not (path / "kustomization.yml").is_file():
+    if not has_kustomization(path):
         raise InputError(f"{path}: no kustomization.yaml")
     try:
         result = subprocess.run([*command(), *_FLAGS, str(path)], capture_output=True, text=True)
     except OSError as error:
         raise InputError(f"{path}: cannot run {command()[0]}: {error.strerror}") from None
     if result.returncode != 0:
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        cause = lines[-1] if lines else f"{command()[0]} exited with status {result.returncode}"
-        raise InputError(f"{path}: kustomize build failed: {cause.removeprefix('Error: ')}")
+        cause = error_cause(result.stderr) or f"{command()[0]} exited with status {result.returncode}"
+        raise InputError(f"{path}: kustomize build failed: {cause}")
     return result.stdout

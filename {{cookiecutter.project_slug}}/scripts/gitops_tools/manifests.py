@@ -37,12 +37,18 @@ class Manifest:
         return str(self.doc.get("kind", ""))
 
     @property
+    def metadata(self) -> dict:
+        """metadata, or {} when it is missing or not a mapping (the schema check reports that)."""
+        value = self.doc.get("metadata")
+        return value if isinstance(value, dict) else {}
+
+    @property
     def name(self) -> str:
-        return str((self.doc.get("metadata") or {}).get("name", ""))
+        return str(self.metadata.get("name", ""))
 
     @property
     def namespace(self) -> str:
-        return str((self.doc.get("metadata") or {}).get("namespace", "") or "")
+        return str(self.metadata.get("namespace", "") or "")
 
     @property
     def resource(self) -> str:
@@ -51,7 +57,8 @@ class Manifest:
 
     @property
     def annotations(self) -> dict:
-        return (self.doc.get("metadata") or {}).get("annotations") or {}
+        value = self.metadata.get("annotations")
+        return value if isinstance(value, dict) else {}
 
 
 @dataclass

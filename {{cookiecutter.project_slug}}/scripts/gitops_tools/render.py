@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import kustomize
 from .errors import InputError
-from .manifests import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file
+from .manifests import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file, relative
 
 FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
@@ -32,13 +32,17 @@ def environment_names(root: Path) -> list[str]:
     clusters = root / "clusters"
     if not clusters.is_dir():
         raise InputError(f"{clusters}: no clusters/ folder; is {root} a repository made by the template?")
-    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and any(p.glob("*.yaml")))
+    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _entry_files(p))
+
+
+def _entry_files(folder: Path) -> list[Path]:
+    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
 
 
 def entry_points(root: Path, env: str) -> list[FluxKustomization]:
     """The Flux Kustomizations in clusters/<env>/*.yaml (flux-system/ is Flux's own)."""
     found = []
-    for path in sorted((root / "clusters" / env).glob("*.yaml")):
+    for path in _entry_files(root / "clusters" / env):
         for manifest in read_file(path, root, env=env):
             if (manifest.group, manifest.kind) != FLUX_KUSTOMIZATION:
                 continue
@@ -52,7 +56,27 @@ def entry_points(root: Path, env: str) -> list[FluxKustomization]:
 
 
 def _build(root: Path, rel_path: str, env: str, source: str) -> list[Manifest]:
-    return parse_stream(kustomize.build(root / rel_path), rel_path, env=env, source=source)
+    folder = root / rel_path
+    if kustomize.has_kustomization(folder):
+        return parse_stream(kustomize.build(folder), rel_path, env=env, source=source)
+    return _as_flux_generates(root, folder, env, source)
+
+
+def _as_flux_generates(root: Path, folder: Path, env: str, source: str) -> list[Manifest]:
+    """What Flux applies from a folder without a kustomization file: it generates one that lists every
+    Kubernetes manifest below the folder, and each sub-folder that has a kustomization file as a whole."""
+    objects: list[Manifest] = []
+    for current, folders, files in os.walk(folder):
+        here = Path(current)
+        if here != folder and kustomize.has_kustomization(here):
+            objects.extend(parse_stream(kustomize.build(here), relative(here, root), env=env, source=source))
+            folders.clear()
+            continue
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if name.endswith((".yaml", ".yml")):
+                objects.extend(m for m in read_file(here / name, root, env=env, source=source) if m.api_version and m.kind)
+    return objects
 
 
 def render_repository(root: Path, envs: list[str] | None = None, progress=None,

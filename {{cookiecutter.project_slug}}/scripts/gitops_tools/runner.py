@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from .locate import Locator
 from .rules import CONTEXTS, REGISTRY, Finding, Rule, all_rules
 from .rules.hygiene import SUPPRESSION_PREFIX
+from .rules.stages import RULE_FAILED
 from .rules.model import Scope
 
 DEBUG_VARIABLE = "GITOPS_DEBUG"   # set to 1 to let a failing rule raise (tests do)
@@ -69,6 +70,8 @@ def check_scope(scope: Scope, rules: list[Rule] | None = None) -> tuple[list[Fin
                 raise
             notes.append(f"{label}: rule {rule.id} could not finish ({type(error).__name__}: {error}); "
                          "fix the schema findings first")
+            findings.append(Finding(RULE_FAILED.id, None, f"rule {rule.id} could not finish on {label}: "
+                                    f"{type(error).__name__}: {error}"))
     for context, ids in skipped.items():
         notes.append(f"{label}: skipped {len(ids)} rule{'s' if len(ids) > 1 else ''} that need{'' if len(ids) > 1 else 's'} "
                      f"{CONTEXTS[context]}: {', '.join(ids)}")

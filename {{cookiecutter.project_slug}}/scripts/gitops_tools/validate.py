@@ -62,8 +62,6 @@ def _yaml_files(folder: Path) -> list[Path]:
     return found
 
 
-def _is_kustomization(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in ("kustomization.yaml", "kustomization.yml", "Kustomization"))
 
 
 def _check_readable(path: Path) -> None:
@@ -109,18 +107,18 @@ def plan(paths: list[Path], envs: list[str] | None) -> Plan:
     result = Plan(root, False, env=_guess_env(paths, root))
     for path in paths:
         if path.is_file():
-            if path.name in ("kustomization.yaml", "kustomization.yml"):
+            if path.name in kustomize.KUSTOMIZATION_FILES:
                 result.builds.append(path.parent)
             else:
                 result.files.append(path)
             result.sources.append(path)
-        elif _is_kustomization(path):
+        elif kustomize.has_kustomization(path):
             result.builds.append(path)
             result.sources.extend(_yaml_files(path))
         else:
             for file in _yaml_files(path):
                 folder = file.parent
-                if _is_kustomization(folder):
+                if kustomize.has_kustomization(folder):
                     if folder not in result.builds:
                         result.builds.append(folder)
                 elif not any(folder.is_relative_to(b) for b in result.builds):
@@ -189,7 +187,7 @@ def kubernetes_version_of(cluster_config: Manifest | None, override: str | None)
         return override, "--kubernetes-version"
     if cluster_config is None:
         return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default, as no ClusterConfig was given"
-    version = str((cluster_config.doc.get("metadata") or {}).get("version", "") or "")
+    version = str(cluster_config.metadata.get("version", "") or "")
     if version in ("", "auto"):
         return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default for metadata.version auto"
     if version == "latest":
@@ -364,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
         result = validate(options, progress)
     except InputError as error:
         print(f"validate: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a bug here must not pass for findings (exit 1) nor print a traceback
+        if os.environ.get(runner.DEBUG_VARIABLE):
+            raise
+        print(f"validate: internal error: {type(error).__name__}: {error} (set {runner.DEBUG_VARIABLE}=1 for the "
+              "traceback)", file=sys.stderr)
         return 2
     sys.stdout.write(report.FORMATS[args.format](result))
     return result.exit_code(args.strict)

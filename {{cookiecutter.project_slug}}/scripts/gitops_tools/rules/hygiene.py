@@ -13,7 +13,10 @@ rule = category("Hygiene and security")
 SUPPRESSION_PREFIX = "validate.gitops/ignore-"
 
 _PLACEHOLDER = re.compile(r"REPLACE[-_]ME", re.IGNORECASE)
-_SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL", re.IGNORECASE)
+# TOKEN only as a whole word: TOKENIZERS_PARALLELISM and MAX_TOKENS are settings, HF_TOKEN is not.
+_SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|(^|_)TOKEN(_|$)",
+                          re.IGNORECASE)
+_SWITCH_VALUE = re.compile(r"^(true|false|yes|no|on|off|enabled?|disabled?)$", re.IGNORECASE)
 _NOT_A_SECRET = re.compile(r"_(FILE|PATH|DIR|NAME|ARN|URL|REF)$", re.IGNORECASE)
 _AWS_KEY_ID = re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")
 
@@ -58,7 +61,7 @@ def env_literal_credential(scope: Scope):
                 if not isinstance(entry, dict) or "value" not in entry:
                     continue
                 name, value = str(entry.get("name", "")), str(entry.get("value") or "")
-                named = _SECRET_NAME.search(name) and not _NOT_A_SECRET.search(name)
+                named = _SECRET_NAME.search(name) and not _NOT_A_SECRET.search(name) and not _SWITCH_VALUE.match(value)
                 if value and not value.startswith("$(") and (named or _AWS_KEY_ID.search(value)):
                     yield Finding("env-literal-credential", template.owner,
                                   f"{template.container_label(container)} sets {name} to a literal value",

@@ -23,8 +23,9 @@ CONTEXTS = {
     "flux": "the Flux Kustomizations of clusters/<env>/ (validate the repository root or clusters/<env>)",
 }
 
-# Where a rule's findings come from: the YAML sources, the schema check, or a check function.
-STAGES = ("source", "schema", "rules")
+# Where a rule's findings come from: the YAML sources, the schema check, a check function, or the
+# runner itself (a check function that failed).
+STAGES = ("source", "schema", "rules", "runner")
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 

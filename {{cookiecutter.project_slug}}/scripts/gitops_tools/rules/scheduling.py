@@ -122,6 +122,42 @@ def worker_resources_unset(scope: Scope):
                           (*container.path, "resources"))
 
 
+def _capacity(group: NodeGroup, resource: str) -> float | None:
+    """The least CPU (cores) or memory (bytes) of one node of the group; None for unknown types."""
+    instances = group.instances
+    if not instances:
+        return None
+    return min(i.vcpus if resource == "cpu" else i.memory_gib * 2 ** 30 for i in instances)
+
+
+def _amount(resource: str, value: float) -> str:
+    return plural(value, "CPU") if resource == "cpu" else f"{value / 2 ** 30:g} GiB of memory"
+
+
+@rule("pod-request-exceeds-node", "error", requires=("cluster",),
+      description="A pod requests more CPU or memory than one node of its node group has",
+      remediation="Lower the pod's CPU or memory requests below the instance type's size (leave room for the kubelet, "
+                  "system reservations and DaemonSets), or choose a larger instance type.",
+      docs="""The scheduler places a pod only on a node whose allocatable CPU and memory cover the sum of its
+      containers' requests; allocatable is a little less than the instance's vCPUs and memory. A worker sized
+      from another instance type, or a memory request in the wrong unit, leaves the pod Pending and the GPU
+      nodes billed. Sizes come from the instance catalogue; the rule compares with the whole instance, so a
+      request it passes can still be too big for allocatable.""")
+def pod_request_exceeds_node(scope: Scope):
+    for template in scope.pod_templates:
+        selected, tolerated = scope.placement(template)
+        groups = tolerated or selected   # gpu-taint-not-tolerated reports the taint; size is checked anyway
+        for resource in ("cpu", "memory"):
+            wanted = template.request(resource)
+            capacities = [_capacity(g, resource) for g in groups]
+            if not wanted or not capacities or None in capacities or wanted <= max(capacities):
+                continue
+            sizes = ", ".join(f"{g.describe()} has {_amount(resource, c)}" for g, c in zip(groups, capacities))
+            yield Finding("pod-request-exceeds-node", template.owner,
+                          f"{template.label} requests {_amount(resource, wanted)} but {sizes}",
+                          (*template.containers[0].path, "resources"))
+
+
 def _memory_backed_shm(template: PodTemplate, container) -> bool:
     volumes = template.volumes
     for mount in sequence(container.spec, "volumeMounts"):
