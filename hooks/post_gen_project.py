@@ -16,6 +16,7 @@ MACHINE_KEYS = ("_output_dir", "_repo_dir", "_checkout")
 
 sys.path.insert(0, "scripts")
 
+from gitops_tools.answers import parse_efa  # noqa: E402
 from gitops_tools.generate.environment import EnvironmentSpec, environment_files  # noqa: E402
 from gitops_tools.generate.files import write_new  # noqa: E402
 
@@ -26,7 +27,8 @@ def environments() -> list[EnvironmentSpec]:
     dev = EnvironmentSpec(name="dev", instance_type=ANSWERS["_dev_instance_type"],
                           nodes=int(ANSWERS["_dev_node_count"]), efa=False, delete_fsx_with_claim=True, **common)
     prod = EnvironmentSpec(name="prod", instance_type=ANSWERS["gpu_instance_type"],
-                           nodes=int(ANSWERS["gpu_node_count"]), efa=ANSWERS["__efa_enabled"] == "true",
+                           nodes=int(ANSWERS["gpu_node_count"]),
+                           efa=parse_efa(ANSWERS["efa"], ANSWERS["gpu_instance_type"])[0],
                            fsx_deployment_type=ANSWERS["fsx_deployment_type"],
                            fsx_capacity_gib=int(ANSWERS["fsx_capacity_gib"]),
                            fsx_s3_import_path=ANSWERS["fsx_s3_import_path"], **common)

@@ -18,13 +18,31 @@ def test_availability_zone(az, region, ok):
     assert (answers.check_availability_zone(az, region) is None) is ok
 
 
+# Only the words cookiecutter.json's __efa_enabled (which the README template shows) reads the same way.
 @pytest.mark.parametrize("choice, instance, expected", [
     ("auto", "p4d.24xlarge", True), ("auto", "g5.xlarge", False), ("off", "p5.48xlarge", False),
-    ("on", "g5.8xlarge", True), ("on", "g6.4xlarge", None)])
+    ("on", "g5.8xlarge", True), ("on", "g6.4xlarge", None), ("yes", "p4d.24xlarge", None),
+    ("true", "p4d.24xlarge", None), ("ON", "p4d.24xlarge", None), ("no", "p4d.24xlarge", None)])
 def test_efa(choice, instance, expected):
     enabled, problem = answers.parse_efa(choice, instance)
     assert enabled is expected
     assert (problem is None) is (expected is not None)
+
+
+@pytest.mark.parametrize("question, counted, fix", [
+    ("gpu_node_count", None, "give a number of nodes, 1 or more"),
+    ("--workers", "workers", "give a number of workers, 1 or more"),
+    ("--gpus-per-worker", "GPUs", "give a number of GPUs, 1 or more")])
+def test_count_message_names_what_is_counted(question, counted, fix):
+    args = (question,) if counted is None else (question, counted)
+    assert answers.parse_count("0", *args) == (None, f"{question}: '0' is less than 1; {fix}")
+    assert answers.parse_count("two", *args)[1] == f"{question}: 'two' is not a whole number; {fix}"
+
+
+@pytest.mark.parametrize("name, prefix, ok", [("staging", "x", True), ("a" * 63, "c" * 36, True),
+                                              ("a" * 63, "c" * 37, False), ("Stage", "x", False)])
+def test_environment_name_keeps_the_eks_cluster_name_valid(name, prefix, ok):
+    assert (answers.check_environment_name(name, prefix) is None) is ok
 
 
 @pytest.mark.parametrize("deployment, gib, ok", [

@@ -20,6 +20,9 @@ BAD_ANSWERS = {
     "non-gpu-instance-type": ({"gpu_instance_type": "m5.xlarge"}, "gpu_instance_type"),
     "efa-on-type-without-efa": ({"gpu_instance_type": "g5.xlarge", "efa": "on"}, "efa"),
     "efa-nonsense": ({"efa": "maybe"}, "efa"),
+    # the README's EFA column reads cookiecutter.json's __efa_enabled, which knows only auto/on/off
+    "efa-yes": ({"efa": "yes"}, "efa"),
+    "efa-upper-case": ({"efa": "ON"}, "efa"),
     "zero-nodes": ({"gpu_node_count": "0"}, "gpu_node_count"),
     "nodes-not-a-number": ({"gpu_node_count": "two"}, "gpu_node_count"),
     "fsx-unknown-deployment-type": ({"fsx_deployment_type": "SCRATCH_3"}, "fsx_deployment_type"),

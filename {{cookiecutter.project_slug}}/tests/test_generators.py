@@ -12,12 +12,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-COPIED = ("clusters", "overlays", "scripts", "platform.yaml", ".yamllint")
+COPIED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", ".gitignore")
+NOT_COPIED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
 sys.path.insert(0, str(REPOSITORY / "scripts"))
+sys.path.insert(0, str(REPOSITORY / "trainer"))
 
 from gitops_tools import answers  # noqa: E402
+from horovod_trainer.errors import TrainerError  # noqa: E402
+from horovod_trainer.settings import resolve  # noqa: E402
+from horovod_trainer.train import OPTIONS  # noqa: E402
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
                 "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
@@ -35,7 +41,7 @@ def repo(tmp_path) -> Path:
     for name in COPIED:
         source = REPOSITORY / name
         if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("flux-system", "__pycache__"))
+            shutil.copytree(source, root / name, ignore=NOT_COPIED)
         else:
             shutil.copy2(source, root / name)
     git(root, "init", "--quiet", "--initial-branch=main")
@@ -57,6 +63,31 @@ def errors_in(repo: Path, env: str) -> list[dict]:
     result = tool(repo, "validate", "--env", env, "--format", "json")
     assert result.returncode in (0, 1), result.stderr
     return [f for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", message)
+
+
+def refused(result: subprocess.CompletedProcess) -> str:
+    """The one line of a refusal, without its `error: ` prefix."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0].removeprefix("error: ")
+
+
+def rendered_mpijobs(repo: Path, env: str, out: Path) -> dict[str, dict]:
+    result = tool(repo, "render", "--env", env, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return {doc["metadata"]["name"]: doc for doc in yaml.safe_load_all((out / env / "training.yaml").read_text())
+            if doc and doc["kind"] == "MPIJob"}
+
+
+def images(mpijob: dict) -> set[str]:
+    return {container["image"] for replica in mpijob["spec"]["mpiReplicaSpecs"].values()
+            for key in ("initContainers", "containers") for container in replica["template"]["spec"].get(key, [])}
 
 
 def diff_objects(repo: Path) -> dict[str, list[tuple[str, str]]]:
@@ -167,4 +198,92 @@ def test_new_job_bad_arguments(repo):
                  ["Bad_Name", "--env", "dev", "--workers", "1"]):
         result = tool(repo, "new-job", *args)
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert status(repo) == ""
+
+
+def test_new_environment_refuses_a_name_that_makes_the_eks_cluster_name_too_long(repo):
+    cluster = repo / "overlays/base/eksctl/cluster.yaml"
+    prefix = "c" * 80
+    cluster.write_text(cluster.read_text().replace("name: horovod-training\n", f"name: {prefix}\n", 1))
+    commit(repo, "long prefix")
+    name = "a" * 20
+    line = refused(tool(repo, "new-environment", name, "--instance-type", "g5.xlarge", "--nodes", "1"))
+    assert line == answers.check_environment_name(name, prefix)
+    assert line.startswith("NAME: ") and "at most 19 characters" in line
+    assert status(repo) == ""
+
+
+def test_new_job_refused_when_the_overlay_sets_a_namespace(repo):
+    kustomization = repo / "overlays/dev/training/kustomization.yaml"
+    text = kustomization.read_text()
+    kustomization.write_text(text.replace("kind: Kustomization\n", "kind: Kustomization\nnamespace: ml\n"))
+    commit(repo, "namespace ml")
+    line = refused(tool(repo, "new-job", "huge", "--env", "dev", "--workers", "50"))
+    assert line.split(":")[0] == "gpu-capacity-exceeded", line
+    assert status(repo) == ""
+
+
+PREAMBLE_AND_ZERO_INDENT = """# Training jobs of prod; the ML team owns this file.
+---
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../base/training
+patches:
+- path: pvc.yaml
+- path: mpijob.yaml
+  target:
+    kind: MPIJob
+    name: horovod-train
+"""
+
+
+def test_new_job_keeps_the_preamble_and_indentation_byte_for_byte(repo):
+    kustomization = repo / "overlays/prod/training/kustomization.yaml"
+    kustomization.write_text(PREAMBLE_AND_ZERO_INDENT)
+    commit(repo, "own style")
+    result = tool(repo, "new-job", "bert", "--env", "prod", "--workers", "1", "--image", "ghcr.io/org/bert:1.0")
+    assert result.returncode == 0, result.stderr
+    listed = "- ../../base/training\n- mpijob-bert.yaml\n"
+    assert kustomization.read_text() == PREAMBLE_AND_ZERO_INDENT.replace("- ../../base/training\n", listed)
+
+
+def test_new_job_follows_the_release_image_unless_given_one(repo, tmp_path):
+    assert tool(repo, "new-job", "resnet", "--env", "dev", "--workers", "1").returncode == 0
+    pinned = tool(repo, "new-job", "pinned", "--env", "dev", "--workers", "1", "--image", "ghcr.io/org/x:1.0")
+    assert pinned.returncode == 0, pinned.stderr
+    assert errors_in(repo, "dev") == []
+    base = repo / "overlays/base/training/kustomization.yaml"
+    base.write_text(base.read_text().replace('newTag: "0.1.0"', 'newTag: "0.2.0"'))
+    jobs = rendered_mpijobs(repo, "dev", tmp_path / "rendered")
+    release = images(jobs["horovod-train"])
+    assert len(release) == 1 and next(iter(release)).endswith(":0.2.0")
+    assert images(jobs["resnet"]) == release
+    assert images(jobs["pinned"]) == {"ghcr.io/org/x:1.0"}
+
+
+@pytest.mark.parametrize("flag, value", [("epochs", "abc"), ("model", "resnet18"), ("base-lr", "0"), ("seed", "-1")])
+def test_new_job_checks_trainer_settings_with_the_trainers_options(repo, flag, value):
+    with pytest.raises(TrainerError) as trainer_says:
+        resolve(OPTIONS, [f"--{flag}={value}"], environ={})
+    line = refused(tool(repo, "new-job", "x", "--env", "dev", "--workers", "1", f"--{flag}={value}"))
+    assert line == str(trainer_says.value)
+    assert status(repo) == ""
+
+
+def test_new_job_refuses_the_name_of_an_existing_mpijob(repo):
+    line = refused(tool(repo, "new-job", "horovod-train", "--env", "dev", "--workers", "1"))
+    assert line.startswith("NAME: 'horovod-train' ") and "/tmp" not in line, line
+    assert status(repo) == ""
+
+
+@pytest.mark.parametrize("flag, counted", [("--workers", "workers"), ("--gpus-per-worker", "GPUs")])
+def test_new_job_count_messages_name_what_is_counted(repo, flag, counted):
+    args = ["x", "--env", "dev", "--workers", "1", flag, "0"]
+    assert refused(tool(repo, "new-job", *args)) == f"{flag}: '0' is less than 1; give a number of {counted}, 1 or more"
+
+
+def test_gitignore_covers_what_make_setup_writes(repo):
+    (repo / "scripts/gitops_tools.egg-info").mkdir()   # pip install -e . writes it next to the package
+    (repo / "scripts/gitops_tools.egg-info/PKG-INFO").write_text("Name: x\n")
     assert status(repo) == ""

@@ -18,6 +18,9 @@ _GIT_URL = re.compile(r"^(https://|ssh://)[^\s]+$")
 _GIT_BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])$")
 # The longest environment suffix the template adds to names ("-prod"), plus room for new ones.
 ENV_SUFFIX_ROOM = 12
+EKS_CLUSTER_NAME_LIMIT = 100
+# Exactly the words cookiecutter.json's __efa_enabled (used by the README template) understands.
+EFA_CHOICES = ("auto", "on", "off")
 
 
 def _bad(question: str, value: object, problem: str, fix: str) -> str:
@@ -53,9 +56,22 @@ def check_kubernetes_version(version: str) -> str | None:
 
 
 def check_cluster_name(name: str) -> str | None:
-    if len(name) + ENV_SUFFIX_ROOM > 100 or not _CLUSTER_NAME.match(name):
+    if len(name) + ENV_SUFFIX_ROOM > EKS_CLUSTER_NAME_LIMIT or not _CLUSTER_NAME.match(name):
         return _bad("cluster_name", name, "is not a valid EKS cluster name prefix",
-                    f"start with a letter, use letters, digits and '-', at most {100 - ENV_SUFFIX_ROOM} characters")
+                    "start with a letter, use letters, digits and '-', "
+                    f"at most {EKS_CLUSTER_NAME_LIMIT - ENV_SUFFIX_ROOM} characters")
+    return None
+
+
+def check_environment_name(name: str, cluster_prefix: str) -> str | None:
+    """A new environment's NAME: a DNS-1123 label that keeps `<prefix>-<name>` a valid EKS cluster name."""
+    problem = check_slug(name, question="NAME")
+    if problem:
+        return problem
+    longest = EKS_CLUSTER_NAME_LIMIT - len(cluster_prefix) - 1
+    if len(name) > longest:
+        return _bad("NAME", name, f"makes the EKS cluster name {cluster_prefix}-{name} longer than "
+                    f"{EKS_CLUSTER_NAME_LIMIT} characters", f"use at most {longest} characters")
     return None
 
 
@@ -69,31 +85,27 @@ def check_gpu_instance_type(name: str, question: str = "gpu_instance_type") -> s
     return None
 
 
-def parse_count(value: object, question: str) -> tuple[int | None, str | None]:
+def parse_count(value: object, question: str, counted: str = "nodes") -> tuple[int | None, str | None]:
+    """`counted` names what is counted in the message: nodes, workers, GPUs."""
     try:
         count = int(str(value).strip())
     except ValueError:
-        return None, _bad(question, value, "is not a whole number", "give a number of nodes, 1 or more")
+        return None, _bad(question, value, "is not a whole number", f"give a number of {counted}, 1 or more")
     if count < 1:
-        return None, _bad(question, value, "is less than 1", "give a number of nodes, 1 or more")
+        return None, _bad(question, value, "is less than 1", f"give a number of {counted}, 1 or more")
     return count, None
 
 
 def parse_efa(value: object, instance_type: str) -> tuple[bool | None, str | None]:
     """'auto' means on where the type has EFA; 'on' on a type without EFA is refused."""
-    choice = str(value).strip().lower()
+    if value not in EFA_CHOICES:
+        return None, _bad("efa", value, "is not one of auto, on, off", "answer auto, on or off")
     known = catalog.lookup(instance_type)
     has_efa = bool(known and known.has_efa)
-    if choice == "auto":
-        return has_efa, None
-    if choice in ("off", "no", "false"):
-        return False, None
-    if choice in ("on", "yes", "true"):
-        if not has_efa:
-            return None, _bad("efa", value, f"is not possible: {instance_type} has no EFA interface",
-                              "answer 'off' or 'auto', or choose an EFA type such as p4d.24xlarge or g5.8xlarge")
-        return True, None
-    return None, _bad("efa", value, "is not one of auto, on, off", "answer auto, on or off")
+    if value == "on" and not has_efa:
+        return None, _bad("efa", value, f"is not possible: {instance_type} has no EFA interface",
+                          "answer 'off' or 'auto', or choose an EFA type such as p4d.24xlarge or g5.8xlarge")
+    return has_efa if value == "auto" else value == "on", None
 
 
 def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> str | None:

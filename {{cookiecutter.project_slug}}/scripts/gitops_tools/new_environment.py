@@ -51,14 +51,14 @@ def parse_args(argv):
 
 
 def plan(root: Path, args) -> EnvironmentSpec:
-    problem = answers.check_slug(args.name, question="NAME")
+    base = base_cluster(root)
+    problem = answers.check_environment_name(args.name, base["prefix"])
     if problem:
         raise InputError(problem)
     for existing in (root / "clusters" / args.name, root / "overlays" / args.name):
         if existing.exists():
             raise InputError(f"NAME: environment {args.name!r} already exists ({existing.relative_to(root)}); "
                              "choose another name or edit its overlays")
-    base = base_cluster(root)
     region = args.region or base["region"]
     zone = args.availability_zone or (base["zone"] if region == base["region"] else f"{region}a")
     given = {"aws_region": region, "availability_zone": zone, "gpu_instance_type": args.instance_type,

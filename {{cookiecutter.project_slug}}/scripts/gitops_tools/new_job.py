@@ -4,15 +4,17 @@
         [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N]
 
 Defaults come from the environment: its GPU type (whole-node workers), the image and trainer
-settings of its horovod-train job. The new job is checked by the validator in a temporary copy
-first; a request it refuses (more GPUs than the node group can ever hold, say) writes nothing.
-Running it again with the same arguments changes nothing.
+settings of its horovod-train job. Without --image the job follows horovod-train's image (a
+`replacements` entry in the environment's training kustomization), so bumping newTag in
+overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
+table. The new job is checked by the validator in a temporary copy first; a request that adds an
+error (more GPUs than the node group can ever hold, say) writes nothing. Running it again with the
+same arguments changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import sys
@@ -20,11 +22,11 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from ruamel.yaml import YAML
 
 from . import answers, catalog
 from .errors import InputError
-from .generate.job import JobSpec, job_manifest, model_job
+from .generate import kustomization as kustomization_file
+from .generate.job import JobSpec, image_replacement, job_manifest, model_job
 from .render import render_repository, repository_root
 
 TRAINER_FLAGS = ("epochs", "batch-size", "base-lr", "warmup-epochs", "model", "seed")
@@ -37,7 +39,8 @@ def parse_args(argv):
     parser.add_argument("--env", required=True)
     parser.add_argument("--workers", required=True, help="MPI workers (pods)")
     parser.add_argument("--gpus-per-worker", help="default: all GPUs of the environment's instance type")
-    parser.add_argument("--image", help="default: the image of the environment's horovod-train job")
+    parser.add_argument("--image", help="default: follow the image of the environment's horovod-train job "
+                                         "(moves when newTag in overlays/base/training changes)")
     for flag in TRAINER_FLAGS:
         parser.add_argument(f"--{flag}", help=f"trainer --{flag}")
     return parser.parse_args(argv)
@@ -48,25 +51,56 @@ def job_paths(root: Path, env: str, name: str) -> tuple[Path, Path]:
     return folder / f"mpijob-{name}.yaml", folder / "kustomization.yaml"
 
 
-def add_resource(kustomization: Path, entry: str) -> None:
-    """Append `entry` to `resources`, keeping the file's comments and key order."""
-    round_trip = YAML()
-    round_trip.preserve_quotes = True
-    round_trip.indent(mapping=2, sequence=4, offset=2)
-    round_trip.explicit_start = kustomization.read_text().lstrip().startswith("---")
-    data = round_trip.load(kustomization.read_text())
-    resources = data.setdefault("resources", [])
-    if entry not in resources:
-        resources.append(entry)
-    buffer = io.StringIO()
-    round_trip.dump(data, buffer)
-    kustomization.write_text(buffer.getvalue())
+def list_job(root: Path, job: dict, spec: JobSpec) -> None:
+    """List the job file in `resources` and, when it follows horovod-train's image, add its replacement."""
+    job_file, kustomization = job_paths(root, spec.env, spec.name)
+
+    def change(data: dict) -> None:
+        kustomization_file.append_new(data.setdefault("resources", []), job_file.name)
+        if spec.image is None:
+            kustomization_file.append_new(data.setdefault("replacements", []), image_replacement(job))
+
+    kustomization_file.edit(kustomization, change)
+
+
+def write_job(root: Path, job: dict, spec: JobSpec, text: str) -> None:
+    job_paths(root, spec.env, spec.name)[0].write_text(text)
+    list_job(root, job, spec)
 
 
 def job_text(job: dict, spec: JobSpec) -> str:
     header = (f"---\n# Added by scripts/new-job: {spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
               f"-np = {spec.workers * spec.gpus_per_worker}.\n")
+    if spec.image is None:
+        header += "# image: horovod-train's, set by the `replacements` entry in kustomization.yaml.\n"
     return header + yaml.safe_dump(job, sort_keys=False)
+
+
+def check_name_free(objects, name: str, env: str) -> None:
+    """Refuse a name an MPIJob of the environment already has (Kustomize would fail on the clash)."""
+    for manifest in objects:
+        if manifest.kind == "MPIJob" and manifest.name == name:
+            raise InputError(f"NAME: {name!r} is already the name of an MPIJob in {env} ({manifest.resource}); "
+                             "choose another name")
+
+
+def check_trainer_flags(root: Path, flags: dict[str, str]) -> None:
+    """Check the values with the trainer's own option table, so the job never fails on a bad setting."""
+    if not flags:
+        return
+    sys.path.insert(0, str(root / "trainer"))
+    try:
+        from horovod_trainer.errors import TrainerError
+        from horovod_trainer.settings import resolve
+        from horovod_trainer.train import OPTIONS
+    except ImportError as error:
+        raise InputError(f"trainer/horovod_trainer: cannot load the trainer's options ({error})") from None
+    finally:
+        sys.path.remove(str(root / "trainer"))
+    try:
+        resolve(OPTIONS, [f"--{flag}={value}" for flag, value in flags.items()], environ={})
+    except TrainerError as error:
+        raise InputError(str(error)) from None
 
 
 def plan(root: Path, args) -> tuple[JobSpec, dict]:
@@ -78,26 +112,36 @@ def plan(root: Path, args) -> tuple[JobSpec, dict]:
     model = model_job(environment.objects)
     if model is None or environment.cluster_config is None:
         raise InputError(f"--env: {args.env} has no horovod-train MPIJob or no eksctl overlay to model a job on")
+    if not job_paths(root, args.env, args.name)[0].exists():   # an existing file is new-job's own: see main
+        check_name_free(environment.objects, args.name, args.env)
     config = environment.cluster_config.doc
     group = next(g for g in config["managedNodeGroups"] if g.get("name") == "gpu")
     instance = catalog.lookup(group["instanceType"])
-    workers, problem = answers.parse_count(args.workers, "--workers")
+    workers, problem = answers.parse_count(args.workers, "--workers", "workers")
     if problem:
         raise InputError(problem)
-    gpus, problem = answers.parse_count(args.gpus_per_worker or instance.gpus, "--gpus-per-worker")
+    gpus, problem = answers.parse_count(args.gpus_per_worker or instance.gpus, "--gpus-per-worker", "GPUs")
     if problem:
         raise InputError(problem)
-    image = args.image or model["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
     flags = {flag: str(getattr(args, flag.replace("-", "_"))) for flag in TRAINER_FLAGS
              if getattr(args, flag.replace("-", "_")) is not None}
-    spec = JobSpec(args.name, args.env, workers, gpus, image, flags)
+    check_trainer_flags(root, flags)
+    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags)
     return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled")))
 
 
-def validator_objections(root: Path, spec: JobSpec, text: str) -> list[str]:
-    """Errors the validator reports about the new job, checked in a temporary copy of the tree."""
+def validator_errors(root: Path, env: str) -> dict[tuple, str]:
+    """The validator's errors in `env`, keyed without file lines (adding a resource line shifts them)."""
     from .validate import Options, validate   # only needed here; keeps import time low
 
+    schema_dir = Path(os.environ["GITOPS_SCHEMA_DIR"]) if os.environ.get("GITOPS_SCHEMA_DIR") else None
+    result = validate(Options(paths=[root], envs=[env], schema_dir=schema_dir))
+    return {(f.rule, f.resource, f.message): f"{f.rule}: {f.message} ({f.remediation})"
+            for f in result.findings if f.severity == "error"}
+
+
+def validator_objections(root: Path, job: dict, spec: JobSpec, text: str) -> list[str]:
+    """Errors the validator reports after adding the job but not before, checked in a temporary copy."""
     with tempfile.TemporaryDirectory(prefix="new-job-") as scratch:
         copy_root = Path(scratch)
         for name in COPIED:
@@ -106,14 +150,10 @@ def validator_objections(root: Path, spec: JobSpec, text: str) -> list[str]:
                 shutil.copytree(source, copy_root / name)
             elif source.is_file():
                 shutil.copy2(source, copy_root / name)
-        job_file, kustomization = job_paths(copy_root, spec.env, spec.name)
-        job_file.write_text(text)
-        add_resource(kustomization, job_file.name)
-        result = validate(Options(paths=[copy_root], envs=[spec.env],
-                                  schema_dir=Path(os.environ["GITOPS_SCHEMA_DIR"]) if os.environ.get("GITOPS_SCHEMA_DIR") else None))
-    resource = f"MPIJob/training/{spec.name}"
-    return [f"{f.rule}: {f.message} ({f.remediation})" for f in result.findings
-            if f.severity == "error" and f.resource == resource]
+        before = validator_errors(copy_root, spec.env)
+        write_job(copy_root, job, spec, text)
+        after = validator_errors(copy_root, spec.env)
+    return [line for key, line in after.items() if key not in before]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,16 +165,15 @@ def main(argv: list[str] | None = None) -> int:
         job_file, kustomization = job_paths(root, spec.env, spec.name)
         if job_file.exists():
             if job_file.read_text() == text:
-                add_resource(kustomization, job_file.name)
+                list_job(root, job, spec)
                 print(f"{job_file.relative_to(root)} is already there with these settings; nothing to do")
                 return 0
             raise InputError(f"NAME: job {spec.name!r} already exists in {spec.env} ({job_file.relative_to(root)}) "
                              "with other settings; edit it or choose another name")
-        objections = validator_objections(root, spec, text)
+        objections = validator_objections(root, job, spec, text)
         if objections:
             raise InputError(objections[0])
-        job_file.write_text(text)
-        add_resource(kustomization, job_file.name)
+        write_job(root, job, spec, text)
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from .. import catalog
 from .environment import JOB, LAUNCHER_PROGRAM_INDEX, shm_size, worker_resources
 
+# What overlays/base/training/mpijob.yaml writes too; in a new job, the replacement below sets the real image.
+IMAGE_PLACEHOLDER = "trainer"
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -15,7 +18,7 @@ class JobSpec:
     env: str
     workers: int
     gpus_per_worker: int
-    image: str
+    image: str | None   # None: whatever image the environment's horovod-train job has
     trainer_flags: dict[str, str] = field(default_factory=dict)   # e.g. {"epochs": "30"}
 
 
@@ -50,7 +53,7 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
             volume["emptyDir"]["sizeLimit"] = shm_size(share)
     containers = [*launcher.get("initContainers", []), *launcher["containers"], *worker["template"]["spec"]["containers"]]
     for container in containers:
-        container["image"] = spec.image
+        container["image"] = spec.image or IMAGE_PLACEHOLDER
     args = launcher["containers"][0]["args"]
     args[args.index("-np") + 1] = str(spec.workers * spec.gpus_per_worker)
     if not efa and "FI_EFA_USE_HUGE_PAGE=0" in args:
@@ -62,6 +65,20 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
         _set_flag(args, flag, value)
     assert args.index("python") >= LAUNCHER_PROGRAM_INDEX  # mpirun options stay before the program
     return job
+
+
+def image_replacement(job: dict) -> dict:
+    """A Kustomize replacement that gives every container of `job` the image of horovod-train's worker.
+
+    The base's `images:` transformer (where a release bumps newTag) does not reach resources an
+    environment overlay adds; this copies its result, so a new job moves with the release.
+    """
+    paths = [f"spec.mpiReplicaSpecs.{role}.template.spec.{key}.*.image"
+             for role, replica in job["spec"]["mpiReplicaSpecs"].items()
+             for key in ("initContainers", "containers") if replica["template"]["spec"].get(key)]
+    return {"source": {"kind": "MPIJob", "name": JOB,
+                       "fieldPath": "spec.mpiReplicaSpecs.Worker.template.spec.containers.0.image"},
+            "targets": [{"select": {"kind": "MPIJob", "name": job["metadata"]["name"]}, "fieldPaths": paths}]}
 
 
 def model_job(objects) -> dict | None:
