@@ -1,7 +1,7 @@
 """Helpers for the diff tests: a real git repository made from this repository's manifests.
 
 `GitRepo.create` copies clusters/ and overlays/ of the repository the tests run in into a
-temporary folder, runs `git init` and commits them. Tests then edit files, commit, and run
+temporary folder (`copy_manifests`), runs `git init` and commits them. Tests then edit files, commit, and run
 diff in-process (`GitRepo.diff`) or through scripts/diff (`GitRepo.cli`).
 """
 
@@ -35,15 +35,20 @@ class Result:
         return json.loads(self.out)
 
 
+def copy_manifests(folder: Path) -> None:
+    """clusters/ and overlays/ of this repository into `folder` (no git)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        shutil.copytree(REPOSITORY / name, folder / name, ignore=shutil.ignore_patterns("flux-system"))
+
+
 @dataclass
 class GitRepo:
     root: Path
 
     @classmethod
     def create(cls, folder: Path) -> "GitRepo":
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in COPIED:
-            shutil.copytree(REPOSITORY / name, folder / name, ignore=shutil.ignore_patterns("flux-system"))
+        copy_manifests(folder)
         repo = cls(folder)
         repo.git("init", "--quiet", "--initial-branch=main")
         repo.commit("manifests as generated")

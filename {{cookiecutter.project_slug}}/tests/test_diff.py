@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
-from diff_fixtures import GitRepo, Result, environments, objects  # noqa: E402
+from diff_fixtures import GitRepo, Result, copy_manifests, environments, objects  # noqa: E402
+from gitops_tools.diff import sides  # noqa: E402
 from gitops_tools.render import render_repository  # noqa: E402
 
 MPIJOB = "MPIJob training/horovod-train"
@@ -158,14 +159,7 @@ def test_adding_an_environment_adds_all_its_objects(repo):
     assert qa["mpijob_gpus"]["before"] == 0 and qa["mpijob_gpus"]["after"] == envs["dev"]["mpijob_gpus"]["after"]
 
 
-def test_deleting_the_pvc_warns_where_data_is_lost(repo):
-    expected = {}
-    for env in ("dev", "prod"):
-        claim = find(repo, env, "PersistentVolumeClaim", "fsx-training")
-        storage_class = find(repo, env, "StorageClass", claim["spec"]["storageClassName"])
-        policy = storage_class.get("reclaimPolicy", "Delete")
-        expected[env] = ("data loss", "danger") if policy == "Delete" else ("volume released", "warning")
-    # As generated, dev's class deletes the file system with its claim and prod's retains it.
+def remove_the_claim(repo: GitRepo) -> None:
     base = repo.read_yaml("overlays/base/training/kustomization.yaml")
     base["resources"].remove("pvc.yaml")
     repo.write_yaml("overlays/base/training/kustomization.yaml", base)
@@ -175,12 +169,38 @@ def test_deleting_the_pvc_warns_where_data_is_lost(repo):
         kustomization["patches"] = [p for p in kustomization.get("patches", []) if p.get("path") != "pvc.yaml"]
         repo.write_yaml(f"{folder}/kustomization.yaml", kustomization)
 
+
+def test_deleting_the_pvc_warns_where_data_is_lost(repo):
+    expected = {}
+    for env in ("dev", "prod"):
+        claim = find(repo, env, "PersistentVolumeClaim", "fsx-training")
+        storage_class = find(repo, env, "StorageClass", claim["spec"]["storageClassName"])
+        policy = storage_class.get("reclaimPolicy", "Delete")
+        expected[env] = ("data loss", "danger") if policy == "Delete" else ("volume released", "warning")
+    # As generated, dev's class deletes the file system with its claim and prod's retains it.
+    remove_the_claim(repo)
+
     result = repo.diff("--base", "main", "--format", "json")
 
     for env_name, (title, severity) in expected.items():
         env = environments(result)[env_name]
         assert objects(env)[PVC]["status"] == "removed"
         assert notice_titles(env, PVC) == {title: severity}
+
+
+def test_a_claim_flux_does_not_prune_is_left_on_the_cluster(repo):
+    claim = repo.read_yaml("overlays/base/training/pvc.yaml")
+    claim["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/prune": "disabled"}
+    repo.write_yaml("overlays/base/training/pvc.yaml", claim)
+    repo.commit("keep the claim when it leaves Git")
+    remove_the_claim(repo)
+
+    result = repo.diff("--base", "main", "--format", "json")
+
+    for env_name in ("dev", "prod"):
+        env = environments(result)[env_name]
+        assert objects(env)[PVC]["status"] == "removed"
+        assert notice_titles(env, PVC) == {"left on the cluster": "info"}
 
 
 def secret_manifest(api_key: str) -> dict:
@@ -227,6 +247,35 @@ def test_secret_values_never_appear(repo):
     assert new["status"] == "added" and "+  api-key: '***'" in new["diff"]
 
 
+def launcher_secrets_patch(api_key: str, password: str) -> dict:
+    container = "/spec/mpiReplicaSpecs/Launcher/template/spec/containers/0"
+    database = f"postgresql://trainer:{password}@results-db:5432/runs"
+    operations = [{"op": "add", "path": f"{container}/args/-", "value": "-x"},
+                  {"op": "add", "path": f"{container}/args/-", "value": f"WANDB_API_KEY={api_key}"},
+                  {"op": "add", "path": f"{container}/env", "value": [{"name": "RESULTS_DB", "value": database}]}]
+    return {"target": {"kind": "MPIJob"}, "patch": yaml.safe_dump(operations)}
+
+
+def test_url_passwords_and_exported_keys_never_appear(repo):
+    folder = "overlays/dev/training"
+    repo.add_patch(folder, launcher_secrets_patch("first-wandb-key", "first-db-password"))
+    repo.commit("log to wandb and a results database")
+    kustomization = repo.read_yaml(f"{folder}/kustomization.yaml")
+    kustomization["patches"][-1] = launcher_secrets_patch("second-wandb-key", "second-db-password")
+    repo.write_yaml(f"{folder}/kustomization.yaml", kustomization)
+
+    outputs = [repo.diff("--base", "main", "--env", "dev", "--format", fmt).out for fmt in ("text", "markdown", "json")]
+    added = repo.diff("--base", "main~1", "--head", "main", "--env", "dev", "--format", "json").out
+
+    for text in [*outputs, added]:
+        for value in ("first-wandb-key", "second-wandb-key", "first-db-password", "second-db-password"):
+            assert value not in text
+    job_diff = objects(environments(Result(0, outputs[2], ""))["dev"])[MPIJOB]["diff"]
+    assert "-            - WANDB_API_KEY=*** (before)\n+            - WANDB_API_KEY=*** (after)" in job_diff
+    assert "+              value: postgresql://trainer:*** (after)@results-db:5432/runs" in job_diff
+    assert "+            - WANDB_API_KEY=***" in objects(environments(Result(0, added, ""))["dev"])[MPIJOB]["diff"]
+
+
 def reformat(value):
     """The same data with every mapping's keys in reverse order."""
     if isinstance(value, dict):
@@ -270,3 +319,50 @@ def test_a_side_that_does_not_render_is_one_line_and_exit_2(repo):
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
     assert result.err.startswith("diff: working tree does not render: overlays/dev/training")
     assert str(repo.root) not in result.err
+
+
+def test_outside_a_git_repository_is_one_line_and_exit_2(tmp_path):
+    copy_manifests(tmp_path / "plain")
+    result = GitRepo(tmp_path / "plain").cli("--base", "HEAD", env={"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert result.code == 2 and result.out == ""
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    assert result.err.startswith("diff: ") and "is not a git repository" in result.err
+
+
+def test_a_base_without_clusters_shows_every_environment_as_added(repo):
+    # The pull request that adds the GitOps layout: its base has no clusters/ folder.
+    empty_tree = repo.git("hash-object", "-w", "-t", "tree", "/dev/null")
+    before_layout = repo.git("commit-tree", empty_tree, "-m", "before the GitOps layout")
+
+    result = repo.diff("--base", before_layout, "--format", "json", "--exit-code")
+
+    assert result.code == 1, result.err
+    envs = environments(result)
+    assert envs and {env["status"] for env in envs.values()} == {"added"}
+    assert all(env["counts"]["added"] > 0 and env["counts"]["removed"] == 0 for env in envs.values())
+    # The head side must have clusters/: that is still an error.
+    reverse = repo.cli("--base", "main", "--head", before_layout)
+    assert reverse.code == 2 and reverse.err.count("\n") == 1
+    assert "does not render" in reverse.err and "no clusters/ folder" in reverse.err
+
+
+def test_one_run_prints_text_and_writes_markdown_rendering_each_side_once(repo, tmp_path, monkeypatch):
+    rendered_trees = []
+
+    def counting_render(tree, names):
+        rendered_trees.append(tree)
+        return render_repository(tree, names)
+
+    monkeypatch.setattr(sides, "render_repository", counting_render)
+    repo.add_patch("overlays/dev/training", {
+        "target": {"kind": "MPIJob"},
+        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
+    })
+    markdown_file = tmp_path / "out" / "diff.md"
+
+    result = repo.diff("--base", "main", "--markdown-output", str(markdown_file))
+
+    assert result.code == 0 and len(rendered_trees) == 2
+    assert result.out.startswith("Manifest diff: main (") and f"~ {MPIJOB}" in result.out
+    assert result.err == f"diff: environments with changes: dev; wrote {markdown_file}\n"
+    assert markdown_file.read_text() == repo.diff("--base", "main", "--format", "markdown").out

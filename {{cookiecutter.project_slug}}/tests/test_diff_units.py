@@ -80,6 +80,43 @@ def test_a_diff_of_a_changed_secret_says_so_without_the_values():
     assert (additions, deletions) == (1, 1)
 
 
+def test_a_password_in_a_url_is_masked_whatever_the_variable_is_called():
+    before, after = masking.mask_pair(pod(("DATABASE_URL", "postgres://alice:hunter2@db:5432/runs")),
+                                      pod(("DATABASE_URL", "postgres://alice:hunter3@db-2:5432/runs")))
+    assert before["spec"]["containers"][0]["env"][0]["value"] == "postgres://alice:*** (before)@db:5432/runs"
+    assert after["spec"]["containers"][0]["env"][0]["value"] == "postgres://alice:*** (after)@db-2:5432/runs"
+    same = masking.mask(pod(("CACHE", "redis://:pw@cache:6379"), ("SITE", "https://example.com:8443/x")))
+    assert [e["value"] for e in same["spec"]["containers"][0]["env"]] == [
+        "redis://:***@cache:6379", "https://example.com:8443/x"]
+
+
+def launcher(*command: str) -> dict:
+    job = pod()
+    job["spec"]["containers"][0]["command"] = list(command)
+    return job
+
+
+def test_mpirun_exports_of_credentials_are_masked_in_command_and_args():
+    masked = masking.mask(launcher("mpirun", "-x", "WANDB_API_KEY=k3y-value", "-x", "NCCL_DEBUG=INFO", "-x",
+                                   "LD_LIBRARY_PATH", "python", "train.py"))
+    assert masked["spec"]["containers"][0]["command"] == [
+        "mpirun", "-x", "WANDB_API_KEY=***", "-x", "NCCL_DEBUG=INFO", "-x", "LD_LIBRARY_PATH", "python", "train.py"]
+    script = "mpirun -np 4 -x HF_TOKEN=tok-value -x EPOCHS=3 -x DB=mysql://u:pw-value@db python train.py"
+    masked = masking.mask(launcher("/bin/sh", "-c", script))
+    assert masked["spec"]["containers"][0]["command"][2] == (
+        "mpirun -np 4 -x HF_TOKEN=*** -x EPOCHS=3 -x DB=mysql://u:***@db python train.py")
+
+
+def test_a_changed_export_is_marked_and_an_unchanged_one_is_not():
+    before, after = masking.mask_pair(launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 2 run"),
+                                      launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 4 run"))
+    assert (before["spec"]["containers"][0]["command"][2], after["spec"]["containers"][0]["command"][2]) == (
+        "mpirun -x API_TOKEN=*** -np 2 run", "mpirun -x API_TOKEN=*** -np 4 run")
+    text, _, _ = unified(launcher("mpirun", "-x", "API_TOKEN=one"), launcher("mpirun", "-x", "API_TOKEN=two"), 3)
+    assert "one" not in text and "two" not in text
+    assert "-    - API_TOKEN=*** (before)\n+    - API_TOKEN=*** (after)" in text
+
+
 def test_a_config_map_is_not_masked():
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"token": "visible"}}
     assert masking.mask(config) == config
@@ -238,6 +275,70 @@ def test_more_mpijob_gpus_than_nodes_hold_is_flagged():
     env = report.environments[0]
     assert (env.mpijob_gpus.before, env.mpijob_gpus.after, env.gpu_capacity.after) == (16, 32, 16)
     assert (WARNING, "GPU capacity", "not enough GPUs") in [(n.severity, n.resource, n.title) for n in env.notices]
+
+
+def annotated(doc: dict, place: str = "annotations", **settings: str) -> dict:
+    """A copy of `doc` with Flux settings as annotations (or labels): prune="disabled" and so on."""
+    doc = copy.deepcopy(doc)
+    doc["metadata"].setdefault(place, {}).update({f"kustomize.toolkit.fluxcd.io/{k}": v for k, v in settings.items()})
+    return doc
+
+
+def test_flux_keeps_a_removed_object_that_opts_out_of_pruning():
+    for kept in (annotated(claim(), prune="disabled"), annotated(claim(), "labels", prune="Disabled"),
+                 annotated(claim(), reconcile="disabled")):
+        assert report_notices([storage_class(), kept], [storage_class()]) == [
+            (INFO, "PersistentVolumeClaim t/data", "left on the cluster")]
+    # Its FSx class going too deletes no data: the kept claim keeps its file system.
+    assert report_notices([storage_class(), annotated(claim(), prune="disabled")], []) == [
+        (WARNING, "StorageClass fsx", "FSx class removed"),
+        (INFO, "PersistentVolumeClaim t/data", "left on the cluster")]
+
+
+def test_the_left_on_the_cluster_notice_names_the_setting():
+    side = Side("x", "x", "x")
+    report = build_report(side, [environment([storage_class(), annotated(claim(), prune="disabled")])], side,
+                          [environment([storage_class()])])
+    [(_, notice)] = report.notices
+    assert "`kustomize.toolkit.fluxcd.io/prune: disabled`" in notice.message and "Flux leaves it" in notice.message
+
+
+def test_an_object_that_opts_out_of_pruning_moves_without_a_race():
+    side = Side("x", "x", "x")
+    kept = annotated(claim(), prune="disabled")
+    before, after = environment([storage_class(), kept]), environment([storage_class()])
+    after.kustomizations[0].objects.append(manifest(kept, source="infrastructure"))
+    assert build_report(side, [before], side, [after]).notices == []
+
+
+def test_flux_does_not_apply_a_change_to_an_object_it_only_creates_or_ignores():
+    changed = {"parameters": {"deploymentType": "PERSISTENT_2"}}
+    for settings in ({"ssa": "IfNotPresent"}, {"ssa": "ifnotpresent"}, {"ssa": "Ignore"}, {"reconcile": "disabled"}):
+        old, new = annotated(storage_class(), **settings), annotated(storage_class(**changed), **settings)
+        assert report_notices([old], [new]) == [(WARNING, "StorageClass fsx", "Flux does not apply it")], settings
+    # The object in the cluster still has reconcile: disabled, so removing it in Git changes nothing either.
+    assert report_notices([annotated(storage_class(), reconcile="disabled")], [storage_class(**changed)]) == [
+        (WARNING, "StorageClass fsx", "Flux does not apply it")]
+    # IfNotPresent only counts in Git: without it there, Flux applies the change (and fails on it).
+    assert report_notices([annotated(storage_class(), ssa="IfNotPresent")], [storage_class(**changed)]) == [
+        (DANGER, "StorageClass fsx", "cannot change in place")]
+
+
+def test_force_also_works_as_a_label_in_any_case():
+    side = Side("x", "x", "x")
+    old = annotated(storage_class(), "labels", force="Enabled")
+    new = annotated(storage_class(provisioner="other"), "labels", force="Enabled")
+    [(_, notice)] = build_report(side, [environment([old])], side, [environment([new])]).notices
+    assert "Flux deletes and re-creates it" in notice.message and "fails to apply" not in notice.message
+
+
+def test_a_removed_environment_points_at_the_other_notices():
+    side = Side("x", "x", "x")
+    report = build_report(side, [environment([storage_class(), claim()])], side, [])
+    notices = [n for _, n in report.notices]
+    assert notices[0].title == "data loss"  # danger sorts first, above the environment notice
+    [removed] = [n for n in notices if n.title == "environment removed"]
+    assert "see the other notices" in removed.message and "below" not in removed.message
 
 
 # --- markdown cap --------------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
 """Command line of diff (see the package docstring).
 
     scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
-                 [--output FILE] [--exit-code]
+                 [--output FILE] [--markdown-output FILE] [--exit-code]
+
+--markdown-output also writes the markdown (the pull-request comment) from the same render, so
+CI gets the comment and a full text diff for its log while rendering each ref once.
 
 Exit status: 0 no changes (or changes without --exit-code), 1 changes with --exit-code,
-2 a usage or input error (unknown ref, a side that does not render), in one line.
+2 a usage or input error (not a git repository, unknown ref, a side that does not render), in
+one line.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..render import repository_root
+from . import gitrefs
 from .formats import FORMATS, Options
 from .formats.markdown import DEFAULT_LIMIT, GITHUB_LIMIT
 from .report import build_report
@@ -38,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
     parser.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
     parser.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    parser.add_argument("--markdown-output", type=Path, metavar="FILE",
+                        help="also write the markdown report to FILE (e.g. text on standard output for a CI log)")
     parser.add_argument("--exit-code", action="store_true", help="exit with 1 when anything changes")
     parser.add_argument("--context", type=int, default=3, metavar="N", help="unchanged lines around each change")
     parser.add_argument("--max-chars", type=int, default=DEFAULT_LIMIT, metavar="N",
@@ -78,15 +85,19 @@ def full_diff_hint(base_commit: str, head_commit: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root = repository_root(Path.cwd())
+    gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
     base_envs, head_envs = render_both(base, head, root, args.env)
     report = build_report(base, base_envs, head, head_envs, args.context)
     options = Options(color=use_color(args.color, args.output), max_chars=args.max_chars,
                       full_diff_hint=full_diff_hint(base.commit, head.commit))
+    if args.markdown_output is not None:
+        write(FORMATS["markdown"](report, options), args.markdown_output)
     write(FORMATS[args.format](report, options), args.output)
-    if args.output is not None:
+    files = [str(path) for path in (args.markdown_output, args.output) if path is not None]
+    if files:
         changed = ", ".join(env.name for env in report.changed) or "none"
-        print(f"{PROG}: environments with changes: {changed}; wrote {args.output}", file=sys.stderr)
+        print(f"{PROG}: environments with changes: {changed}; wrote {', '.join(files)}", file=sys.stderr)
     return 1 if args.exit_code and report.has_changes else 0
 
 

@@ -33,7 +33,7 @@ def prefix(root: Path) -> str:
     try:
         return git(["rev-parse", "--show-prefix"], root)
     except InputError:
-        raise InputError(f"{root} is not inside a git repository; diff compares git refs") from None
+        raise InputError(f"{root} is not a git repository (nor inside one); diff compares git refs") from None
 
 
 def resolve(ref: str, root: Path) -> str:

@@ -29,7 +29,7 @@ def environment_level(context: Context) -> list[Notice]:
     if context.head is None:
         return [Notice(WARNING, f"environment {context.name}", "environment removed",
                        f"If clusters/{context.name}/flux-system stays in Git, Flux prunes what the removed "
-                       f"Kustomizations applied (see the notices below); if it goes too, Flux's sync fails on the "
+                       f"Kustomizations applied (see the other notices); if it goes too, Flux's sync fails on the "
                        f"missing path and changes nothing. The cluster itself stays until `eksctl delete cluster`.")]
     return []
 
@@ -39,8 +39,7 @@ def notices(context: Context, gpus: Figure, nodes: Figure) -> list[Notice]:
     for change in context.changes:
         if change.status == CHANGED:
             found.extend(deletions.moved(change, context))
-            rule = inplace.RULES.get((change.key.group, change.key.kind))
-            found.extend(rule(change, context) if rule else [])
+            found.extend(inplace.notices(change, context))
         elif change.status == REMOVED:
             found.extend(deletions.removed(change, context))
     found.extend(deletions.orphans(context))

@@ -1,12 +1,13 @@
 """Changes Kubernetes, Flux or eksctl cannot apply to an object that already exists, and what
-happens instead. Each rule takes (change, context) and returns notices."""
+happens instead. Each rule takes (change, context) and returns notices; `notices` picks the rule,
+unless Flux does not update the object at all."""
 
 from __future__ import annotations
 
 from ..rules.model import MPIJOB, sequence
 from .model import DANGER, INFO, WARNING, Notice, ObjectChange
-from .scope import (FORCE_ANNOTATION, PVC, STORAGE_CLASS, Context, changed_fields, claim_size, forced, spec,
-                    volume_fate)
+from .scope import (FORCE_ANNOTATION, PVC, STORAGE_CLASS, Context, changed_fields, claim_size, forced, not_updated,
+                    spec, volume_fate)
 
 JOB = ("batch", "Job")
 CLUSTER_CONFIG = ("eksctl.io", "ClusterConfig")
@@ -141,3 +142,14 @@ RULES = {
     ("", "ConfigMap"): immutable_data,
     **{group_kind: workload for group_kind in WORKLOADS},
 }
+
+
+def notices(change: ObjectChange, context: Context) -> list[Notice]:
+    """What applying this change to the existing object does."""
+    setting = not_updated(change)
+    if setting:
+        return [Notice(WARNING, change.key.resource, "Flux does not apply it",
+                       f"The object carries `{setting}`, so Flux leaves the one in the cluster as it is: this "
+                       f"change does not reach the cluster.")]
+    rule = RULES.get((change.key.group, change.key.kind))
+    return rule(change, context) if rule else []

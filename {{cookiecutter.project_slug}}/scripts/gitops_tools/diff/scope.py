@@ -1,6 +1,6 @@
 """What the notice rules read: one environment's two renders and its changes, plus the
-small questions several rules ask (who owns an object, does it prune, what happens to a
-claim's volume)."""
+small questions several rules ask (who owns an object, does it prune, does a Flux label or
+annotation keep Flux away from it, what happens to a claim's volume)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from ..rules.model import mapping, quantity
 from .model import DANGER, WARNING, ObjectChange
 
 FSX_PROVISIONER = "fsx.csi.aws.com"
-FORCE_ANNOTATION = "kustomize.toolkit.fluxcd.io/force"
+FLUX = "kustomize.toolkit.fluxcd.io"
+FORCE_ANNOTATION = f"{FLUX}/force"
+# Labels or annotations that keep Flux's kustomize-controller away from one object (it compares
+# the values ignoring case). Prune reads them on the object in the cluster, apply on both.
+NOT_PRUNED = ((f"{FLUX}/prune", "disabled"), (f"{FLUX}/reconcile", "disabled"))
+NOT_APPLIED = ((f"{FLUX}/reconcile", "disabled"), (f"{FLUX}/ssa", "Ignore"))
+CREATED_ONLY = ((f"{FLUX}/ssa", "IfNotPresent"),)  # applied when missing, never updated
+FORCED = ((FORCE_ANNOTATION, "enabled"),)  # re-created when a field cannot change in place
 STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
 PVC = ("", "PersistentVolumeClaim")
 NAMESPACE = ("", "Namespace")
@@ -54,10 +61,37 @@ def prunes(kustomization: FluxKustomization | None) -> bool:
     return bool(kustomization and spec(kustomization.manifest).get("prune") is True)
 
 
+def flux_setting(manifest: Manifest | None, settings) -> str:
+    """The first of `settings` that `manifest` carries as a label or annotation, as "key: value"; "" if none."""
+    if manifest is None:
+        return ""
+    labels = manifest.metadata.get("labels")
+    places = (labels if isinstance(labels, dict) else {}, manifest.annotations)
+    for key, value in settings:
+        for place in places:
+            if str(place.get(key, "")).lower() == value.lower():
+                return f"{key}: {place[key]}"
+    return ""
+
+
+def kept_on_removal(manifest: Manifest | None) -> str:
+    """Why Flux does not delete this (base side) object when it leaves Git, or ""."""
+    return flux_setting(manifest, NOT_PRUNED)
+
+
+def not_updated(change: ObjectChange) -> str:
+    """Why Flux leaves the existing object as it is instead of applying this change, or "".
+
+    As kustomize-controller decides: skipped when the object in Git or the one in the cluster
+    (the base side, which Flux applied) opts out of apply, or when the one in Git is to be
+    created only."""
+    return flux_setting(change.after, NOT_APPLIED + CREATED_ONLY) or flux_setting(change.before, NOT_APPLIED)
+
+
 def forced(change: ObjectChange, context: Context) -> bool:
     kustomization = context.kustomization(change.after, "head")
     spec_force = bool(kustomization and spec(kustomization.manifest).get("force") is True)
-    return spec_force or (change.after is not None and change.after.annotations.get(FORCE_ANNOTATION) == "enabled")
+    return spec_force or bool(flux_setting(change.after, FORCED))
 
 
 def reclaim_policy(storage_class: Manifest | None) -> str | None:

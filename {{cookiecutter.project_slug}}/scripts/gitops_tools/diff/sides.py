@@ -1,7 +1,8 @@
 """Render the two sides of a diff: a git ref in a temporary worktree, or the working tree.
 
 Each side is rendered once with `render_repository`, the same render validate uses; the two
-sides run at the same time.
+sides run at the same time. A base without clusters/ (the change that adds the GitOps layout)
+has no environments, so everything shows as added.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def present(root: Path, wanted: list[str] | None) -> list[str] | None:
     return [name for name in wanted if (root / "clusters" / name).is_dir()]
 
 
-def render_tree(tree: Path, wanted: list[str] | None, label: str) -> list[Environment]:
+def render_tree(tree: Path, wanted: list[str] | None, label: str, is_base: bool = False) -> list[Environment]:
     names = present(tree, wanted)
-    if names == []:
+    if names == [] or (is_base and not (tree / "clusters").is_dir()):
         return []
     try:
         return render_repository(tree, names)
@@ -42,18 +43,17 @@ def render_tree(tree: Path, wanted: list[str] | None, label: str) -> list[Enviro
         raise InputError(f"{label} does not render: {message}") from None
 
 
-def render_side(which: Side, root: Path, wanted: list[str] | None) -> list[Environment]:
+def render_side(which: Side, root: Path, wanted: list[str] | None, is_base: bool = False) -> list[Environment]:
     if not which.commit:
-        return render_tree(root, wanted, which.label)
+        return render_tree(root, wanted, which.label, is_base)
     with gitrefs.worktree(which.commit, root) as tree:
-        return render_tree(tree, wanted, which.label)
+        return render_tree(tree, wanted, which.label, is_base)
 
 
 def render_both(base: Side, head: Side, root: Path,
                 wanted: list[str] | None) -> tuple[list[Environment], list[Environment]]:
-    gitrefs.prefix(root)  # fails with one clear line outside a git repository
     with ThreadPoolExecutor(max_workers=2) as pool:
-        base_job = pool.submit(render_side, base, root, wanted)
+        base_job = pool.submit(render_side, base, root, wanted, True)
         head_job = pool.submit(render_side, head, root, wanted)
         base_envs, head_envs = base_job.result(), head_job.result()
     if wanted:
