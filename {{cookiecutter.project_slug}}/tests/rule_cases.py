@@ -477,6 +477,39 @@ def hdd_on_persistent_1(world):
                                              perUnitStorageThroughput="40")
 
 
+@case("fsx-storage-class-invalid", FAIL)
+def lustre_2_10_on_persistent_2(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250",
+                                             fileSystemTypeVersion="2.10")
+
+
+@case("fsx-storage-class-invalid", FAIL)
+def efa_file_system_on_scratch(world):
+    world.storage_class["parameters"]["efaEnabled"] = "true"
+
+
+@case("fsx-storage-class-invalid", PASS)
+def efa_file_system_on_persistent_2_with_metadata(world):
+    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="1000",
+                                             efaEnabled="true", metadataConfigurationMode="AUTOMATIC")
+
+
+@case("fsx-reclaim-delete-in-production", FAIL)
+def prod_file_system_deleted_with_its_claim(world):
+    world.storage_class["reclaimPolicy"] = "Delete"
+
+
+@case("fsx-reclaim-delete-in-production", FAIL)
+def prod_reclaim_policy_left_to_the_default(world):
+    del world.storage_class["reclaimPolicy"]
+
+
+@case("fsx-reclaim-delete-in-production", PASS)
+def dev_file_system_deleted_with_its_claim(world):
+    world.env = "dev"
+    world.storage_class["reclaimPolicy"] = "Delete"
+
+
 @case("fsx-throughput-invalid", FAIL)
 def throughput_on_scratch(world):
     world.storage_class["parameters"]["perUnitStorageThroughput"] = "200"

@@ -10,6 +10,13 @@ SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 # The version eksctl v0.230.0 creates when none is given (`DefaultVersion`).
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """(major, minor) of "1.34", "v1.34.2" or 1.34; () when there is no number."""
+    return tuple(int(p) for p in re.findall(r"\d+", str(version))[:2])
+
+
 # Commercial regions (not China or GovCloud, which need other partitions and image registries).
 REGIONS = (
     "us-east-1", "us-east-2", "us-west-1", "us-west-2",

@@ -11,6 +11,8 @@ import re
 
 DEPLOYMENT_TYPES = ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
 SCRATCH_TYPES = ("SCRATCH_1", "SCRATCH_2")
+# INTELLIGENT_TIERING is in the FSx API; the CSI driver passes it through without size rounding.
+STORAGE_TYPES = ("SSD", "HDD", "INTELLIGENT_TIERING")
 
 # MB/s per TiB accepted by perUnitStorageThroughput, keyed by (deployment type, storage type).
 _THROUGHPUTS = {

@@ -29,6 +29,7 @@ import referencing
 import yaml
 from importlib import resources
 
+from .eks import version_key
 from .errors import InputError
 from .manifests import Manifest
 
@@ -232,16 +233,24 @@ def _errors(doc: dict, validator) -> list[tuple]:
     return [(f"{_path(e)}: {e.message}", False, tuple(e.absolute_path)) for e in errors]
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+def schema_version(kubernetes_version: str) -> str:
+    """The Kubernetes version whose built-in schemas check objects of `kubernetes_version`: itself, or the
+    nearest one kubernetes-validate ships when it is older or newer than all of them."""
+    known = [".".join(v.split(".")[:2]) for v in kubernetes_validate.utils.all_versions()]
+    wanted = version_key(kubernetes_version)
+    if wanted < version_key(known[0]):
+        return known[0]
+    if wanted > version_key(known[-1]):
+        return known[-1]
+    return kubernetes_version
 
 
 @lru_cache(maxsize=None)
 def _schema_folder(kubernetes_version: str) -> str:
     """kubernetes-validate's folder for a version: the newest release not newer than it."""
-    wanted = _version_key(kubernetes_version)
-    known = [v for v in kubernetes_validate.utils.all_versions() if _version_key(v) <= wanted]
-    if not known or wanted > _version_key(kubernetes_validate.utils.latest_version()):
+    wanted = version_key(kubernetes_version)
+    known = [v for v in kubernetes_validate.utils.all_versions() if version_key(v) <= wanted]
+    if not known or wanted > version_key(kubernetes_validate.utils.latest_version()):
         raise kubernetes_validate.utils.VersionNotSupportedError(kubernetes_version)
     return f"v{known[-1]}-local-strict"
 
@@ -271,8 +280,3 @@ def _builtin_validator(kubernetes_version: str, api_version: str, kind: str):
         return None
     registry = _definitions(folder) @ (referencing.Resource.from_contents(schema) @ referencing.Registry())
     return jsonschema.Draft202012Validator(schema, registry=registry)
-
-
-@lru_cache(maxsize=None)
-def supported_kubernetes_versions() -> tuple[str, ...]:
-    return tuple(v.lstrip("v").rsplit(".", 1)[0] for v in kubernetes_validate.utils.all_versions())

@@ -18,16 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import kubernetes_validate
-
 from . import eks, kustomize, render, report, runner, settings
+from .eks import version_key
 from .errors import InputError
 from .locate import Locator
 from .manifests import Manifest, parse_stream, read_file, relative
 from .rules import Finding
-from .rules.apis import removal, version_key
+from .rules.apis import removal
 from .rules.model import Scope
-from .schemas import SCHEMA_DIR_VARIABLE, SchemaChecker, SchemaStore
+from .schemas import SCHEMA_DIR_VARIABLE, SchemaChecker, SchemaStore, schema_version
 
 EKSCTL = ("eksctl.io", "ClusterConfig")
 KUSTOMIZE_CONFIG_GROUP = "kustomize.config.k8s.io"   # kustomization.yaml files: build input, never applied
@@ -236,23 +235,13 @@ def load(plan_: Plan, cluster_config_path: Path | None, kubernetes_version: str 
 # --- schemas ------------------------------------------------------------------------------
 
 
-def _schema_version(version: str) -> str:
-    known = [".".join(v.split(".")[:2]) for v in kubernetes_validate.utils.all_versions()]
-    lowest, highest = known[0], known[-1]
-    if version_key(version) < version_key(lowest):
-        return lowest
-    if version_key(version) > version_key(highest):
-        return highest
-    return version
-
-
 def check_schemas(scopes: list[Scope], checker: SchemaChecker, progress) -> tuple[dict[int, list[Finding]], list[str]]:
     found: dict[int, list[Finding]] = {}
     notes = []
     checked = 0
     for index, scope in enumerate(scopes):
         scope_checker = checker.with_crds(scope.objects)
-        version = _schema_version(scope.kubernetes_version)
+        version = schema_version(scope.kubernetes_version)
         if version != scope.kubernetes_version:
             notes.append(f"{scope.env or 'inputs'}: built-in kinds checked with the schemas of Kubernetes {version}, "
                          f"the nearest kubernetes-validate has to {scope.kubernetes_version}")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from .. import eks
+from ..eks import version_key
 from .model import Scope, mapping
 from .registry import Finding, category
 
@@ -45,10 +44,6 @@ REMOVED_APIS = (
     ("kubeflow.org/v1alpha2", ("MPIJob",), "0", "kubeflow.org/v2beta1 (the MPI operator dropped it in v0.4.0)"),
     ("kubeflow.org/v1", ("MPIJob",), "0", "kubeflow.org/v2beta1 (the MPI operator dropped it in v0.4.0)"),
 )
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", str(version))[:2])
 
 
 def removal(api_version: str, kind: str, kubernetes_version: str) -> tuple[str, str] | None:

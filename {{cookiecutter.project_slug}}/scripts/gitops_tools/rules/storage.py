@@ -54,7 +54,8 @@ def storage_class_missing(scope: Scope):
       docs="""The FSx CSI driver creates the file system in exactly one subnet with the given security groups;
       without them, or with more than one subnet, creation fails and the claim stays Pending. deploymentType
       is one of SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2; HDD storage needs PERSISTENT_1 and a
-      driveCacheType.""")
+      driveCacheType; Lustre 2.10 (`fileSystemTypeVersion`) is not offered for PERSISTENT_2; an EFA-enabled
+      file system (`efaEnabled`) must be PERSISTENT_2 with a `metadataConfigurationMode`.""")
 def fsx_storage_class_invalid(scope: Scope):
     for storage_class in fsx_classes(scope):
         params = parameters(storage_class)
@@ -70,14 +71,28 @@ def fsx_storage_class_invalid(scope: Scope):
         if deployment not in fsx.DEPLOYMENT_TYPES:
             problems.append(("deploymentType", f"deploymentType {deployment} is not one of {', '.join(fsx.DEPLOYMENT_TYPES)}"))
         storage = params.get("storageType", "SSD")
-        if storage not in ("SSD", "HDD", "INTELLIGENT_TIERING"):
-            problems.append(("storageType", f"storageType {storage} is not SSD or HDD"))
+        if storage not in fsx.STORAGE_TYPES:
+            problems.append(("storageType", f"storageType {storage} is not one of {', '.join(fsx.STORAGE_TYPES)}"))
         if storage == "HDD" and deployment != "PERSISTENT_1":
             problems.append(("storageType", f"HDD storage needs PERSISTENT_1, not {deployment}"))
         if storage == "HDD" and params.get("driveCacheType") not in ("NONE", "READ"):
             problems.append(("driveCacheType", "HDD storage needs driveCacheType NONE or READ"))
+        problems.extend(_lustre_version_problems(params, deployment))
         for key, message in problems:
             yield Finding("fsx-storage-class-invalid", storage_class, message, ("parameters", key))
+
+
+def _lustre_version_problems(params: dict, deployment: str) -> list[tuple[str, str]]:
+    """Lustre 2.10 predates PERSISTENT_2; an EFA-enabled file system is PERSISTENT_2 with a metadata configuration."""
+    problems = []
+    if params.get("fileSystemTypeVersion") == "2.10" and deployment == "PERSISTENT_2":
+        problems.append(("fileSystemTypeVersion", "fileSystemTypeVersion 2.10 does not exist for PERSISTENT_2"))
+    if params.get("efaEnabled", "").lower() == "true":
+        if deployment != "PERSISTENT_2":
+            problems.append(("efaEnabled", f"efaEnabled needs PERSISTENT_2, not {deployment}"))
+        if not params.get("metadataConfigurationMode"):
+            problems.append(("efaEnabled", "efaEnabled needs metadataConfigurationMode (AUTOMATIC or USER_PROVISIONED)"))
+    return problems
 
 
 @rule("fsx-throughput-invalid", "error",
@@ -214,3 +229,23 @@ def claim_not_in_pod_namespace(scope: Scope):
         for template, path in mounts:
             yield Finding("claim-not-in-pod-namespace", template.owner,
                           f"{template.label} in namespace {namespace} mounts claim {name}, but {where}", path)
+
+
+@rule("fsx-reclaim-delete-in-production", "warning",
+      description="A production FSx StorageClass deletes the file system with its claim",
+      remediation="Set reclaimPolicy: Retain on production FSx StorageClasses (and delete retained file systems "
+                  "deliberately), or suppress with a reason for scratch data.",
+      docs="""With `reclaimPolicy: Delete`, the Kubernetes default, deleting the PersistentVolumeClaim (a
+      renamed claim, a removed overlay, a pruning Flux Kustomization) deletes the FSx file system and every
+      checkpoint on it, with no backup for scratch types. Reported in production environments only; dev
+      file systems are meant to go with their claims.""")
+def fsx_reclaim_delete_in_production(scope: Scope):
+    if not scope.production:
+        return
+    for storage_class in fsx_classes(scope):
+        policy = storage_class.doc.get("reclaimPolicy") or "Delete"
+        if policy == "Delete":
+            yield Finding("fsx-reclaim-delete-in-production", storage_class,
+                          f"StorageClass {storage_class.name} has reclaimPolicy Delete"
+                          f"{'' if 'reclaimPolicy' in storage_class.doc else ' (the default)'}: deleting a claim "
+                          "deletes its file system", ("reclaimPolicy",) if "reclaimPolicy" in storage_class.doc else ())
