@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -204,7 +205,8 @@ def test_new_job_bad_arguments(repo):
 def test_new_environment_refuses_a_name_that_makes_the_eks_cluster_name_too_long(repo):
     cluster = repo / "overlays/base/eksctl/cluster.yaml"
     prefix = "c" * 80
-    cluster.write_text(cluster.read_text().replace("name: horovod-training\n", f"name: {prefix}\n", 1))
+    text = cluster.read_text()
+    cluster.write_text(re.sub(r"^(metadata:\n  name: ).*$", rf"\g<1>{prefix}", text, count=1, flags=re.MULTILINE))
     commit(repo, "long prefix")
     name = "a" * 20
     line = refused(tool(repo, "new-environment", name, "--instance-type", "g5.xlarge", "--nodes", "1"))
