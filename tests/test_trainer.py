@@ -20,8 +20,8 @@ def test_trainer_suite_passes(bake_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     result = subprocess.run(["make", "-C", str(project / "trainer"), "test", f"VENV={venv}"],
                             env=env, capture_output=True, text=True, timeout=5400)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
-    # pytest's closing line is on stdout; pip's warnings (stderr) may be long, so read it there.
+    # pytest reports on stdout; pip's warnings (stderr) can be long enough to hide it, so read it there.
+    assert result.returncode == 0, result.stdout[-8000:] + "\n--- stderr ---\n" + result.stderr[-2000:]
     summary = PYTEST_SUMMARY.findall(result.stdout)
     assert summary, result.stdout[-6000:]
     assert " passed" in summary[-1] and " failed" not in summary[-1] and " error" not in summary[-1], summary[-1]
