@@ -77,8 +77,10 @@ def orphans(context: Context) -> list[Notice]:
     left: dict[str, int] = {}
     kept = []
     for change in context.changes:
+        if change.status != REMOVED:
+            continue
         owner = context.kustomization(change.before, "base")
-        if change.status != REMOVED or owner is None:
+        if owner is None:
             continue
         if not prunes(owner):
             left[owner.name] = left.get(owner.name, 0) + 1
