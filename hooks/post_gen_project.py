@@ -1,9 +1,10 @@
 """Finish the generated repository: write the dev and prod environments, record the answers.
 
-Environments are written by the repository's own generator (`gitops_tools.generate`), the
-same code `scripts/new-environment` runs later, so every environment has one shape. Then
-`.cruft.json` loses the values that describe the machine that ran cookiecutter (absolute
-paths) and gains the template commit when the template is a Git checkout. No network.
+The environments, their rows of the README's table and the EFA device plugin's instance types are
+written by the repository's own generator (`gitops_tools.generate.template`), the same code
+`scripts/new-environment` runs later, so every environment has one shape. Then `.cruft.json` loses
+the values that describe the machine that ran cookiecutter (absolute paths) and gains the template
+commit when the template is a Git checkout. No network.
 """
 
 import json
@@ -11,34 +12,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-ANSWERS = json.loads({{ cookiecutter | jsonify | tojson }})
+ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
 MACHINE_KEYS = ("_output_dir", "_repo_dir", "_checkout")
 
 sys.path.insert(0, "scripts")
 
-from gitops_tools.answers import parse_efa  # noqa: E402
-from gitops_tools.generate.environment import EnvironmentSpec, environment_files  # noqa: E402
-from gitops_tools.generate.files import write_new  # noqa: E402
-
-
-def environments() -> list[EnvironmentSpec]:
-    common = {"cluster_prefix": ANSWERS["cluster_name"], "region": ANSWERS["aws_region"],
-              "availability_zone": ANSWERS["availability_zone"], "base_region": ANSWERS["aws_region"]}
-    dev = EnvironmentSpec(name="dev", instance_type=ANSWERS["_dev_instance_type"],
-                          nodes=int(ANSWERS["_dev_node_count"]), efa=False, delete_fsx_with_claim=True, **common)
-    prod = EnvironmentSpec(name="prod", instance_type=ANSWERS["gpu_instance_type"],
-                           nodes=int(ANSWERS["gpu_node_count"]),
-                           efa=parse_efa(ANSWERS["efa"], ANSWERS["gpu_instance_type"])[0],
-                           fsx_deployment_type=ANSWERS["fsx_deployment_type"],
-                           fsx_capacity_gib=int(ANSWERS["fsx_capacity_gib"]),
-                           fsx_s3_import_path=ANSWERS["fsx_s3_import_path"], **common)
-    return [dev, prod]
+from gitops_tools.generate import template  # noqa: E402
 
 
 def template_commit(repo_dir: str) -> str:
     try:
-        result = subprocess.run(["git", "-C", repo_dir, "rev-parse", "HEAD"],
-                                capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            ["git", "-C", repo_dir, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError):
         return ""
     return result.stdout.strip()
@@ -55,6 +41,5 @@ def record_answers(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    for spec in environments():
-        write_new(Path("."), environment_files(spec))
+    template.finish(Path("."), ANSWERS)
     record_answers(Path(".cruft.json"))

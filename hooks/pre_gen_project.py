@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-ANSWERS = json.loads({{ cookiecutter | jsonify | tojson }})
+ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
 PACKAGE_DIR = Path("{% raw %}{{cookiecutter.project_slug}}{% endraw %}") / "scripts"
 
 

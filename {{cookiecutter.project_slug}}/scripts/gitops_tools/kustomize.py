@@ -33,6 +33,17 @@ def has_kustomization(folder: Path) -> bool:
     return any((folder / name).is_file() for name in KUSTOMIZATION_FILES)
 
 
+def is_component(folder: Path) -> bool:
+    """Whether the folder's kustomization is a Component, which only builds inside another one."""
+    for name in KUSTOMIZATION_FILES:
+        try:
+            text = (folder / name).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        return bool(re.search(r"^kind:\s*Component\s*$", text, re.MULTILINE))
+    return False
+
+
 def error_cause(stderr: str) -> str:
     """The message of a failed build, without kubectl's log prefix and quoting."""
     lines = [line for line in stderr.splitlines() if line.strip()]

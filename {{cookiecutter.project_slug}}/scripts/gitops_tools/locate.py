@@ -1,22 +1,24 @@
 """Find the source line of a field of a rendered object, for reports and GitHub annotations.
 
-A rendered object has no line numbers: kustomize merged it from a base resource and the patches
-of each overlay on the way. `Locator.locate` walks the kustomization tree the object was built
-from (the overlay's patches first, then its resources, then its bases), finds every document
-or JSON patch operation that is about that object, and picks the one that reaches deepest into
-the field path; ties go to the most specific file. For plain files it looks up the document
-itself. Only findings are located, so the cost is per finding, with every file parsed once.
-Nothing here raises: an unknown location is (file, 0).
+A rendered object has no line numbers: kustomize merged it from a base resource, the patches of
+each overlay and the values replacements copied in (an environment's settings.yaml, through the
+bases' environment components). `Locator.locate` walks the kustomization tree the object was
+built from (the overlay's replacements and patches first, then its resources, components and
+bases), finds every document, JSON patch operation or replacement that is about that object,
+and picks the one that reaches deepest into the field path; ties go to the most specific file.
+For plain files it looks up the document itself. Only findings are located, so the cost is per
+finding, with every file parsed once. Nothing here raises: an unknown location is (file, 0).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from .manifests import Manifest
+from .model import Manifest
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -30,6 +32,9 @@ class _Candidate:
     target: dict | None = None
     json_patch: bool = False
     resource: bool = False    # a resource definition, not a patch
+    # A replacement's source value (node): the objects and fields it is copied to, as
+    # (select, [fieldPath steps, ...]) pairs.
+    copies: list = field(default_factory=list)
 
 
 def _scalar(node) -> str | None:
@@ -68,6 +73,35 @@ def _pointer(text: str) -> tuple:
         part = part.replace("~1", "/").replace("~0", "~")
         steps.append(int(part) if part.isdigit() else part)
     return tuple(steps)
+
+
+_SEGMENT = re.compile(r"\[[^\]]*\]|[^.\[]+")
+
+
+def _field_path(text: str) -> tuple:
+    """A kustomize fieldPath ("spec.containers.[name=worker].image") split into steps."""
+    return tuple(_SEGMENT.findall(str(text)))
+
+
+def _resolve(doc, steps: tuple, done: tuple = ()) -> list[tuple]:
+    """Every concrete path (keys and list indices) that `steps` names in `doc`."""
+    if not steps:
+        return [done]
+    step, rest = steps[0], steps[1:]
+    if isinstance(doc, list):
+        if step == "*":
+            indices = range(len(doc))
+        elif step.startswith("[") and "=" in step:
+            key, _, value = step[1:-1].partition("=")
+            indices = [i for i, item in enumerate(doc) if isinstance(item, dict) and str(item.get(key)) == value]
+        elif step.isdigit():
+            indices = [int(step)] if int(step) < len(doc) else []
+        else:
+            return []
+        return [found for i in indices for found in _resolve(doc[i], rest, (*done, i))]
+    if isinstance(doc, dict) and step in doc:
+        return _resolve(doc[step], rest, (*done, step))
+    return []
 
 
 def _identity(node) -> tuple[str, str]:
@@ -131,6 +165,8 @@ class Locator:
                    for key, value in (("kind", manifest.kind), ("name", manifest.name)))
 
     def _score(self, candidate: _Candidate, manifest: Manifest, path: tuple):
+        if candidate.copies:
+            return self._score_copy(candidate, manifest, path)
         if candidate.json_patch:
             if not self._targets(candidate.target, manifest):
                 return None
@@ -155,6 +191,26 @@ class Locator:
             return None
         return _walk(candidate.node, path)
 
+    def _score_copy(self, candidate: _Candidate, manifest: Manifest, path: tuple):
+        """A replacement's value: deepest where a target field of the object is on the finding's path."""
+        best = None
+        wanted = tuple(map(str, path))
+        for select, field_paths in candidate.copies:
+            if not self._targets(select, manifest):
+                continue
+            for steps in field_paths:
+                for target in _resolve(manifest.doc, steps):
+                    have = tuple(map(str, target))
+                    if wanted[:len(have)] == have:
+                        depth, line = _walk(candidate.node, path[len(have):])
+                        scored = (len(have) + depth, line)
+                    elif have[:len(wanted)] == wanted:
+                        scored = (len(wanted), candidate.node.start_mark.line)
+                    else:
+                        continue
+                    best = scored if best is None or scored[0] > best[0] else best
+        return best
+
     def _parse(self, file: Path) -> list:
         if file not in self._documents:
             try:
@@ -176,7 +232,7 @@ class Locator:
         if not isinstance(config, dict):
             self._trees[folder] = []
             return []
-        patches, resources, nested = [], [], []
+        patches, resources, nested, components = [], [], [], []
         inline_nodes = (_get(documents[0], "patches") or (None, None))[1]
         for index, entry in enumerate(config.get("patches") or []):
             if not isinstance(entry, dict):
@@ -200,14 +256,62 @@ class Locator:
             target = (folder / entry)
             if target.is_dir():
                 nested.append(target)
+                if entry in (config.get("components") or []):
+                    components.append(target)
             elif target.is_file():
                 resources.extend(_Candidate(target, node, resource=True) for node in self._parse(target)
                                  if isinstance(node, yaml.MappingNode))
         found = patches + resources
         for child in nested:
             found.extend(self._tree(child, seen | {folder}))
-        self._trees[folder] = found
-        return found
+        # Replacements here and in the components act on everything gathered so far.
+        replacements = self._replacements(folder, config)
+        for component in components:
+            replacements += self._replacements(component, self._config(component))
+        copies = [c for r in replacements if (c := self._copy(r, found)) is not None]
+        self._trees[folder] = copies + found
+        return self._trees[folder]
+
+    def _config(self, folder: Path) -> dict:
+        file = next((folder / n for n in _KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+        try:
+            config = yaml.load(file.read_text(), Loader=_LOADER) if file else None
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            config = None
+        return config if isinstance(config, dict) else {}
+
+    def _replacements(self, folder: Path, config: dict) -> list[dict]:
+        found = []
+        for entry in config.get("replacements") or []:
+            if isinstance(entry, dict) and entry.get("path"):
+                try:
+                    loaded = yaml.load((folder / str(entry["path"])).read_text(), Loader=_LOADER)
+                except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                    continue
+                found.extend(loaded if isinstance(loaded, list) else [loaded])
+            elif isinstance(entry, dict):
+                found.append(entry)
+        return [r for r in found if isinstance(r, dict) and isinstance(r.get("source"), dict)]
+
+    def _copy(self, replacement: dict, candidates: list[_Candidate]) -> _Candidate | None:
+        """The replacement's source value as a candidate for the fields it is copied to."""
+        source = replacement["source"]
+        for candidate in candidates:
+            if not candidate.resource:
+                continue
+            kind, name = _identity(candidate.node)
+            if kind != source.get("kind") or (source.get("name") and name != source["name"]):
+                continue
+            node = candidate.node
+            for step in _field_path(source.get("fieldPath") or "metadata.name"):
+                found = _get(node, step)
+                if found is None:
+                    return None
+                node = found[1]
+            copies = [(target.get("select") or {}, [_field_path(p) for p in target.get("fieldPaths") or []])
+                      for target in replacement.get("targets") or [] if isinstance(target, dict)]
+            return _Candidate(candidate.file, node, copies=copies)
+        return None
 
     def _patch_nodes(self, file: Path, nodes: list, target, offset: int) -> list[_Candidate]:
         found = []

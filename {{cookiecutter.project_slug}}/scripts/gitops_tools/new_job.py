@@ -14,7 +14,6 @@ same arguments changes nothing.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -23,54 +22,72 @@ from pathlib import Path
 
 import yaml
 
-from . import answers, catalog
+from . import answers, catalog, cli
 from .errors import InputError
-from .generate import kustomization as kustomization_file
+from .generate.files import write_all
 from .generate.job import JobSpec, image_replacement, job_manifest, model_job
+from .generate.yaml_edit import append_new, edited
+from .kustomize import has_kustomization
+from .model import MPIJOB
 from .render import render_repository, repository_root
 
+VERB = "new-job"
 TRAINER_FLAGS = ("epochs", "batch-size", "base-lr", "warmup-epochs", "model", "seed")
-COPIED = ("clusters", "overlays", "platform.yaml", ".yamllint")
+# Besides the folders of the environment's Flux paths, what the validator reads.
+ALWAYS_COPIED = ("clusters", "overlays", "platform.yaml", ".yamllint")
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="new-job", description=__doc__.splitlines()[0])
+    parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
     parser.add_argument("name", help="job name (DNS-1035 label)")
     parser.add_argument("--env", required=True)
     parser.add_argument("--workers", required=True, help="MPI workers (pods)")
     parser.add_argument("--gpus-per-worker", help="default: all GPUs of the environment's instance type")
-    parser.add_argument("--image", help="default: follow the image of the environment's horovod-train job "
-                                         "(moves when newTag in overlays/base/training changes)")
+    parser.add_argument(
+        "--image",
+        help="default: follow the image of the environment's horovod-train job "
+        "(moves when newTag in overlays/base/training changes)",
+    )
     for flag in TRAINER_FLAGS:
         parser.add_argument(f"--{flag}", help=f"trainer --{flag}")
     return parser.parse_args(argv)
 
 
-def job_paths(root: Path, env: str, name: str) -> tuple[Path, Path]:
-    folder = root / "overlays" / env / "training"
-    return folder / f"mpijob-{name}.yaml", folder / "kustomization.yaml"
+class Place:
+    """Where a job of the environment goes: the folder of the Flux Kustomization that applies horovod-train."""
+
+    def __init__(self, root: Path, folder: str, name: str):
+        self.root = root
+        self.folder = folder  # relative to root
+        self.job_file = f"{folder}/mpijob-{name}.yaml"
+        self.kustomization = f"{folder}/kustomization.yaml"
+
+    @property
+    def top_folders(self) -> set[str]:
+        return {self.folder.split("/", 1)[0]}
 
 
-def list_job(root: Path, job: dict, spec: JobSpec) -> None:
-    """List the job file in `resources` and, when it follows horovod-train's image, add its replacement."""
-    job_file, kustomization = job_paths(root, spec.env, spec.name)
+def list_job(root: Path, place: Place, job: dict, spec: JobSpec) -> str:
+    """The kustomization's text with the job file in `resources` and, when the job follows
+    horovod-train's image, its replacement."""
 
     def change(data: dict) -> None:
-        kustomization_file.append_new(data.setdefault("resources", []), job_file.name)
+        append_new(data.setdefault("resources", []), Path(place.job_file).name)
         if spec.image is None:
-            kustomization_file.append_new(data.setdefault("replacements", []), image_replacement(job))
+            append_new(data.setdefault("replacements", []), image_replacement(job))
 
-    kustomization_file.edit(kustomization, change)
+    return edited(root / place.kustomization, change)
 
 
-def write_job(root: Path, job: dict, spec: JobSpec, text: str) -> None:
-    job_paths(root, spec.env, spec.name)[0].write_text(text)
-    list_job(root, job, spec)
+def write_job(root: Path, place: Place, job: dict, spec: JobSpec, text: str) -> None:
+    write_all(root, {place.job_file: text, place.kustomization: list_job(root, place, job, spec)})
 
 
 def job_text(job: dict, spec: JobSpec) -> str:
-    header = (f"---\n# Added by scripts/new-job: {spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
-              f"-np = {spec.workers * spec.gpus_per_worker}.\n")
+    header = (
+        f"---\n# Added by scripts/new-job: {spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
+        f"-np = {spec.workers * spec.gpus_per_worker}.\n"
+    )
     if spec.image is None:
         header += "# image: horovod-train's, set by the `replacements` entry in kustomization.yaml.\n"
     return header + yaml.safe_dump(job, sort_keys=False)
@@ -103,83 +120,101 @@ def check_trainer_flags(root: Path, flags: dict[str, str]) -> None:
         raise InputError(str(error)) from None
 
 
-def plan(root: Path, args) -> tuple[JobSpec, dict]:
+def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
     problem = answers.check_slug(args.name, question="NAME")
     if problem:
         raise InputError(problem)
-    environments = render_repository(root, [args.env])
-    environment = environments[0]
+    environment = render_repository(root, [args.env])[0]
     model = model_job(environment.objects)
     if model is None or environment.cluster_config is None:
         raise InputError(f"--env: {args.env} has no horovod-train MPIJob or no eksctl overlay to model a job on")
-    if not job_paths(root, args.env, args.name)[0].exists():   # an existing file is new-job's own: see main
+    owner = next(k for k in environment.kustomizations
+                 if any(m.group_kind == MPIJOB and m.doc is model for m in k.objects))
+    if not has_kustomization(root / owner.path):
+        raise InputError(f"{owner.path}: the folder Flux Kustomization {owner.name!r} applies has no "
+                         "kustomization.yaml to list a new job in; add one")
+    place = Place(root, owner.path, args.name)
+    if not (root / place.job_file).exists():  # an existing file is new-job's own: see main
         check_name_free(environment.objects, args.name, args.env)
-    config = environment.cluster_config.doc
-    group = next(g for g in config["managedNodeGroups"] if g.get("name") == "gpu")
-    instance = catalog.lookup(group["instanceType"])
+    group = next((g for g in environment.cluster_config.doc.get("managedNodeGroups") or []
+                  if isinstance(g, dict) and g.get("name") == "gpu"), None)
+    instance = catalog.lookup(str(group.get("instanceType"))) if group else None
+    if instance is None or instance.gpus == 0:
+        raise InputError(f"--env: {args.env}'s ClusterConfig has no managed node group gpu of a known GPU instance "
+                         "type to size the job for")
     workers, problem = answers.parse_count(args.workers, "--workers", "workers")
     if problem:
         raise InputError(problem)
     gpus, problem = answers.parse_count(args.gpus_per_worker or instance.gpus, "--gpus-per-worker", "GPUs")
     if problem:
         raise InputError(problem)
-    flags = {flag: str(getattr(args, flag.replace("-", "_"))) for flag in TRAINER_FLAGS
-             if getattr(args, flag.replace("-", "_")) is not None}
+    flags = {
+        flag: str(getattr(args, flag.replace("-", "_")))
+        for flag in TRAINER_FLAGS
+        if getattr(args, flag.replace("-", "_")) is not None
+    }
     check_trainer_flags(root, flags)
     spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags)
-    return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled")))
+    return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled"))), place
 
 
 def validator_errors(root: Path, env: str) -> dict[tuple, str]:
     """The validator's errors in `env`, keyed without file lines (adding a resource line shifts them)."""
-    from .validate import Options, validate   # only needed here; keeps import time low
+    from .validate.pipeline import Options, validate  # only needed here; keeps import time low
 
     schema_dir = Path(os.environ["GITOPS_SCHEMA_DIR"]) if os.environ.get("GITOPS_SCHEMA_DIR") else None
     result = validate(Options(paths=[root], envs=[env], schema_dir=schema_dir))
-    return {(f.rule, f.resource, f.message): f"{f.rule}: {f.message} ({f.remediation})"
-            for f in result.findings if f.severity == "error"}
+    return {
+        (f.rule, f.resource, f.message): f"{f.rule}: {f.message} ({f.remediation})"
+        for f in result.findings
+        if f.severity == "error"
+    }
 
 
-def validator_objections(root: Path, job: dict, spec: JobSpec, text: str) -> list[str]:
+def validator_objections(root: Path, place: Place, job: dict, spec: JobSpec, text: str) -> list[str]:
     """Errors the validator reports after adding the job but not before, checked in a temporary copy."""
     with tempfile.TemporaryDirectory(prefix="new-job-") as scratch:
         copy_root = Path(scratch)
-        for name in COPIED:
+        for name in sorted({*ALWAYS_COPIED, *place.top_folders}):
             source = root / name
             if source.is_dir():
-                shutil.copytree(source, copy_root / name)
+                shutil.copytree(source, copy_root / name, symlinks=True)
             elif source.is_file():
                 shutil.copy2(source, copy_root / name)
         before = validator_errors(copy_root, spec.env)
-        write_job(copy_root, job, spec, text)
+        write_job(copy_root, Place(copy_root, place.folder, spec.name), job, spec, text)
         after = validator_errors(copy_root, spec.env)
     return [line for key, line in after.items() if key not in before]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _new_job(argv: list[str] | None) -> int:
     args = parse_args(argv)
-    try:
-        root = repository_root(Path.cwd())
-        spec, job = plan(root, args)
-        text = job_text(job, spec)
-        job_file, kustomization = job_paths(root, spec.env, spec.name)
-        if job_file.exists():
-            if job_file.read_text() == text:
-                list_job(root, job, spec)
-                print(f"{job_file.relative_to(root)} is already there with these settings; nothing to do")
-                return 0
-            raise InputError(f"NAME: job {spec.name!r} already exists in {spec.env} ({job_file.relative_to(root)}) "
-                             "with other settings; edit it or choose another name")
-        objections = validator_objections(root, job, spec, text)
-        if objections:
-            raise InputError(objections[0])
-        write_job(root, job, spec, text)
-    except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"wrote {job_file.relative_to(root)} and listed it in {kustomization.relative_to(root)}")
+    root = repository_root(Path.cwd())
+    spec, job, place = plan(root, args)
+    text = job_text(job, spec)
+    job_file = root / place.job_file
+    if job_file.exists():
+        if job_file.read_text() == text:
+            kustomization = list_job(root, place, job, spec)
+            if kustomization != (root / place.kustomization).read_text():
+                write_all(root, {place.kustomization: kustomization})
+            print(f"{place.job_file} is already there with these settings; nothing to do")
+            return 0
+        raise InputError(
+            f"NAME: job {spec.name!r} already exists in {spec.env} ({place.job_file}) "
+            "with other settings; edit it or choose another name"
+        )
+    objections = validator_objections(root, place, job, spec, text)
+    if objections:
+        raise InputError(objections[0])
+    write_job(root, place, job, spec, text)
+    print(f"wrote {place.job_file} and listed it in {place.kustomization}", file=sys.stdout)
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return cli.run(VERB, _new_job, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.exit_with(main)

@@ -8,7 +8,6 @@ validate and diff call `render_repository` and share its result instead of rende
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -16,16 +15,16 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import kustomize
+from . import cli, kustomize
 from .errors import InputError
-from .manifests import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file, relative
+from .model import (CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest, dump, parse_stream,
+                    read_file, relative)
 
-FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
+VERB = "render"
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
 # so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
 # 24-environment fleet 10-30% faster than 2).
 RENDER_WORKERS = 2 * (os.cpu_count() or 1)
-EKSCTL_KIND = ("eksctl.io", "ClusterConfig")
 
 
 def environment_names(root: Path) -> list[str]:
@@ -44,7 +43,7 @@ def entry_points(root: Path, env: str) -> list[FluxKustomization]:
     found = []
     for path in _entry_files(root / "clusters" / env):
         for manifest in read_file(path, root, env=env):
-            if (manifest.group, manifest.kind) != FLUX_KUSTOMIZATION:
+            if manifest.group_kind != FLUX_KUSTOMIZATION:
                 continue
             spec = manifest.doc.get("spec") or {}
             found.append(FluxKustomization(
@@ -75,7 +74,8 @@ def _as_flux_generates(root: Path, folder: Path, env: str, source: str) -> list[
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             if name.endswith((".yaml", ".yml")):
-                objects.extend(m for m in read_file(here / name, root, env=env, source=source) if m.api_version and m.kind)
+                objects.extend(m for m in read_file(here / name, root, env=env, source=source)
+                               if m.api_version and m.kind and not m.local_config)
     return objects
 
 
@@ -119,15 +119,34 @@ def render_repository(root: Path, envs: list[str] | None = None, progress=None,
         if kustomization is not None:
             kustomization.objects = objects
         else:
-            configs = [m for m in objects if (m.group, m.kind) == EKSCTL_KIND]
+            configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
             environment.cluster_config = configs[0] if configs else None
     return environments
 
 
+def _is_render_output(folder: Path) -> bool:
+    """Whether `folder` holds only what write_rendered writes (<env>/<name>.yaml), so replacing it
+    loses nothing a person made."""
+    for entry in folder.iterdir():
+        if not entry.is_dir() or entry.is_symlink():
+            return False
+        if any(not f.is_file() or f.suffix != ".yaml" for f in entry.iterdir()):
+            return False
+    return True
+
+
 def write_rendered(environments: list[Environment], out: Path) -> None:
-    """Write all files to a temporary folder first, so a failure leaves no half-written output."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+    """Write every file into a temporary folder beside `out`, then put it in place: a failure leaves
+    no half-written output, and an existing `out` is only replaced when it is an earlier render."""
+    try:
+        if out.is_symlink() or (out.exists() and not out.is_dir()):
+            raise InputError(f"{out}: --out must be a folder, and this is a file")
+        if out.is_dir() and not _is_render_output(out):
+            raise InputError(f"{out}: the folder holds files render did not write; choose another --out or empty it")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+    except OSError as error:
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
     try:
         for environment in environments:
             folder = staging / environment.name
@@ -139,6 +158,8 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
+    except OSError as error:
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -150,24 +171,25 @@ def repository_root(start: Path) -> Path:
     raise InputError(f"{start}: not inside a repository made by the template (no clusters/ and overlays/)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="render", description=__doc__.splitlines()[0])
+def _render(argv: list[str] | None) -> int:
+    parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", help="environment to render (repeatable; default: all)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: rendered/)")
     args = parser.parse_args(argv)
-    try:
-        root = repository_root(Path.cwd())
-        out = args.out or root / "rendered"
-        environments = render_repository(root, args.env, progress=lambda line: print(f"render: {line}", file=sys.stderr))
-        write_rendered(environments, out)
-    except InputError as error:
-        print(f"render: {error}", file=sys.stderr)
-        return 2
+    root = repository_root(Path.cwd())
+    out = args.out or root / "rendered"
+    environments = render_repository(root, args.env, progress=lambda line: print(f"{VERB}: {line}", file=sys.stderr))
+    write_rendered(environments, out)
     for environment in environments:
         counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)
-        print(f"{environment.name}: {counts}; eksctl {'yes' if environment.cluster_config else 'no'} -> {out / environment.name}")
+        eksctl = "yes" if environment.cluster_config else "no"
+        print(f"{environment.name}: {counts}; eksctl {eksctl} -> {out / environment.name}")
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return cli.run(VERB, _render, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.exit_with(main)

@@ -31,23 +31,11 @@ from importlib import resources
 
 from .eks import version_key
 from .errors import InputError
-from .manifests import Manifest
+from .model import BUILTIN_GROUPS, Manifest
 
 SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-# API groups served by Kubernetes itself; everything else is a custom resource. Objects of
-# these groups are checked with kubernetes-validate's schemas, never with a CRD's.
-BUILTIN_GROUPS = frozenset({
-    "", "admissionregistration.k8s.io", "apiextensions.k8s.io", "apiregistration.k8s.io", "apps",
-    "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io",
-    "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "extensions",
-    "flowcontrol.apiserver.k8s.io", "internal.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io",
-    "policy", "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
-    "storagemigration.k8s.io",
-})
-
 
 @dataclass(frozen=True)
 class SchemaProblem:

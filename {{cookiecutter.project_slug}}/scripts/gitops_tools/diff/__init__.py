@@ -6,6 +6,6 @@ starts with an impact summary: GPUs, node capacity, changes that cannot apply in
 deletions that lose data.
 
 Modules, one job each: gitrefs (git), sides (render both refs), pairing (pair and diff),
-masking (secrets), impact (GPU figures), hazards (notices: scope, inplace, deletions),
-report (assembly), model (the records formats read), formats/ (text, markdown, json).
+masking (secrets), impact (GPU figures), notices/ (the catalogue of notices and the functions that
+make them), report (assembly), model (the records formats read), formats/ (text, markdown, json).
 """

@@ -2,6 +2,7 @@
 
     scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
                  [--output FILE] [--markdown-output FILE] [--exit-code]
+    scripts/diff --list-notices [--format text|markdown|json]
 
 --markdown-output also writes the markdown (the pull-request comment) from the same render, so
 CI gets the comment and a full text diff for its log while rendering each ref once.
@@ -15,32 +16,30 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
+from .. import cli
 from ..errors import InputError
 from ..render import repository_root
 from . import gitrefs
 from .formats import FORMATS, Options
 from .formats.markdown import DEFAULT_LIMIT, GITHUB_LIMIT
+from .notices import catalogue
 from .report import build_report
 from .sides import render_both, side
 
-PROG = "diff"
+VERB = "diff"
 _SMALLEST_LIMIT = 10_000
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not usage plus message
-        raise InputError(f"{message} (see --help)")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(prog=PROG, description="Show what a change does to the rendered manifests, per environment.")
-    parser.add_argument("--base", required=True, metavar="REF", help="git ref to compare against (e.g. main)")
+    parser = cli.Parser(prog=VERB, description="Show what a change does to the rendered manifests, per environment.")
+    parser.add_argument("--base", metavar="REF", help="git ref to compare against (e.g. main); required")
     parser.add_argument("--head", metavar="REF", help="git ref to compare (default: the working tree)")
-    parser.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=sorted({*FORMATS, *catalogue.FORMATS}), default="text",
+                        help="output format: text (default), markdown or json")
+    parser.add_argument("--list-notices", action="store_true", help="print the catalogue of notices and exit")
     parser.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
     parser.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     parser.add_argument("--markdown-output", type=Path, metavar="FILE",
@@ -52,6 +51,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="text: colours (auto: only on a terminal, and not with NO_COLOR)")
     args = parser.parse_args(argv)
+    if args.list_notices:
+        return args
+    if not args.base:
+        parser.error("the following arguments are required: --base")
     if args.context < 0:
         parser.error("--context must be 0 or more")
     if not _SMALLEST_LIMIT <= args.max_chars <= GITHUB_LIMIT:
@@ -84,6 +87,9 @@ def full_diff_hint(base_commit: str, head_commit: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_notices:
+        write(catalogue.document(args.format), args.output)
+        return 0
     root = repository_root(Path.cwd())
     gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
@@ -97,30 +103,15 @@ def run(args: argparse.Namespace) -> int:
     files = [str(path) for path in (args.markdown_output, args.output) if path is not None]
     if files:
         changed = ", ".join(env.name for env in report.changed) or "none"
-        print(f"{PROG}: environments with changes: {changed}; wrote {', '.join(files)}", file=sys.stderr)
+        print(f"{VERB}: environments with changes: {changed}; wrote {', '.join(files)}", file=sys.stderr)
     return 1 if args.exit_code and report.has_changes else 0
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
-    # SIGTERM (a cancelled CI job) and SIGHUP unwind like Ctrl-C, so the temporary worktree
-    # is removed (once the render that is running finishes).
-    previous = {number: signal.signal(number, _terminate) for number in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        return run(parse_args(argv))
-    except InputError as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    # SIGTERM (a cancelled CI job) and SIGHUP unwind like Ctrl-C (cli.run), so the temporary worktree
+    # is removed once the render that is running finishes.
+    return cli.run(VERB, lambda: run(parse_args(argv)))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.exit_with(main)

@@ -11,8 +11,7 @@ so both tools count the same way.
 
 from __future__ import annotations
 
-from ..manifests import Environment, Manifest
-from ..rules.model import GPU, MPIJOB, NodeGroup, PodTemplate, mapping, plural, pod_templates, sequence
+from ..model import GPU, MPIJOB, Environment, Manifest, NodeGroup, PodTemplate, mapping, node_groups, plural, pod_templates
 from .model import Figure
 
 # What eksctl creates when a node group gives no size at all.
@@ -63,14 +62,11 @@ def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:
     if cluster_config is None:
         return None, "no ClusterConfig"
     total, details = 0, []
-    for key in ("managedNodeGroups", "nodeGroups"):
-        for index, doc in enumerate(sequence(cluster_config.doc, key)):
-            if not isinstance(doc, dict):
-                continue
-            gpus, detail = node_group_gpus(NodeGroup(doc, (key, index)))
-            if detail:
-                details.append(detail)
-            total = None if total is None or gpus is None else total + gpus
+    for group in node_groups(cluster_config.doc):
+        gpus, detail = node_group_gpus(group)
+        if detail:
+            details.append(detail)
+        total = None if total is None or gpus is None else total + gpus
     return total, "; ".join(details)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..manifests import Manifest
+from ..model import Manifest
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 STATUS_SIGN = {ADDED: "+", REMOVED: "-", CHANGED: "~"}
@@ -68,8 +68,9 @@ class ObjectChange:
 class Notice:
     severity: str
     resource: str                    # Key.resource of the object it is about
-    title: str                       # a few words: "immutable field", "data loss"
+    title: str                       # a few words: "cannot change in place", "data loss"
     message: str                     # what will happen, one or two sentences
+    id: str = ""                     # its kind in the catalogue (diff/notices/catalogue.py)
 
 
 @dataclass

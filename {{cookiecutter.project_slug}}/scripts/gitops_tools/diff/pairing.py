@@ -13,7 +13,7 @@ import json
 
 import yaml
 
-from ..manifests import Environment, Manifest
+from ..model import Environment, Manifest
 from .masking import mask_pair
 from .model import ADDED, CHANGED, REMOVED, Key, ObjectChange
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..manifests import Environment
-from . import hazards, impact
+from ..model import Environment
+from . import impact, notices
 from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Report, Side
 from .pairing import pair
 
@@ -20,7 +20,7 @@ def build_report(base: Side, base_envs: list[Environment], head: Side, head_envs
         diff = EnvironmentDiff(name=name, status=status, changes=env_changes)
         diff.mpijob_gpus, diff.gpu_capacity = impact.figures(before.get(name), after.get(name))
         if env_changes:
-            scope = hazards.Context(name, before.get(name), after.get(name), env_changes)
-            diff.notices = hazards.notices(scope, diff.mpijob_gpus, diff.gpu_capacity)
+            scope = notices.Context(name, before.get(name), after.get(name), env_changes)
+            diff.notices = notices.notices(scope, diff.mpijob_gpus, diff.gpu_capacity)
         environments.append(diff)
     return Report(base=base, head=head, environments=environments)

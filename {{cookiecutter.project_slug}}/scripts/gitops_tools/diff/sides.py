@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import InputError
-from ..manifests import Environment
+from ..model import Environment
 from ..render import render_repository
 from . import gitrefs
 from .model import Side

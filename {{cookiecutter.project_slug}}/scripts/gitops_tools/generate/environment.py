@@ -1,19 +1,29 @@
-"""The files of one environment: its Flux entry points and its three overlays.
+"""The files of one environment: its Flux entry points, its settings and its three overlays.
 
 The template calls this for `dev` and `prod` when it generates the repository, and
-`scripts/new-environment` calls it for every later environment, so all environments have the
-same shape: they differ only in the values below, written as patches of overlays/base.
+`scripts/new-environment` for every later environment, so all environments have one shape and
+every per-environment value is written here, once: into `overlays/<env>/settings.yaml`, which the
+bases' `environment` components copy into place by name (overlays/base/*/environment). The bases
+carry no environment's numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import catalog, eks, fsx
+import yaml
 
-# Index of "python" in the base MPIJob's launcher args: mpirun options go before it.
-LAUNCHER_PROGRAM_INDEX = 13
+from .. import catalog, eks, fsx
+from ..model import LOCAL_CONFIG_ANNOTATION
+from ..model.mpi import mpirun_command
+
 JOB = "horovod-train"
+SETTINGS_API_VERSION = "gitops.local/v1alpha1"
+SETTINGS_KIND = "EnvironmentSettings"
+LUSTRE_VERSION = "2.15"
+# How much of a node a whole-node worker asks for, leaving room for the kubelet and DaemonSets.
+CPU_SHARE = (7, 8)
+MEMORY_SHARE = (3, 4)
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,6 @@ class EnvironmentSpec:
     efa: bool
     region: str
     availability_zone: str
-    base_region: str
     fsx_deployment_type: str = "SCRATCH_2"
     fsx_capacity_gib: int = 1200
     fsx_s3_import_path: str = ""
@@ -35,11 +44,22 @@ class EnvironmentSpec:
     def instance(self) -> catalog.InstanceType:
         return catalog.INSTANCE_TYPES[self.instance_type]
 
+    @property
+    def cluster_name(self) -> str:
+        return f"{self.cluster_prefix}-{self.name}"
+
+    @property
+    def processes(self) -> int:
+        return self.nodes * self.instance.gpus
+
+
+# --- what the MPIJobs of an environment ask for (the job generator uses these too) ---------------
+
 
 def worker_resources(instance: catalog.InstanceType, gpus: int, efa: bool) -> dict:
     """Requests that leave room for system pods: 7/8 of the vCPUs and 3/4 of the memory."""
-    memory = f"{instance.memory_gib * 3 // 4}Gi"
-    requests = {"cpu": str(instance.vcpus * 7 // 8), "memory": memory, "nvidia.com/gpu": gpus}
+    memory = f"{instance.memory_gib * MEMORY_SHARE[0] // MEMORY_SHARE[1]}Gi"
+    requests = {"cpu": str(instance.vcpus * CPU_SHARE[0] // CPU_SHARE[1]), "memory": memory, "nvidia.com/gpu": gpus}
     limits = {"memory": memory, "nvidia.com/gpu": gpus}
     if efa:
         requests["vpc.amazonaws.com/efa"] = limits["vpc.amazonaws.com/efa"] = instance.efa_interfaces
@@ -48,6 +68,124 @@ def worker_resources(instance: catalog.InstanceType, gpus: int, efa: bool) -> di
 
 def shm_size(instance: catalog.InstanceType) -> str:
     return f"{min(instance.memory_gib // 8, 64)}Gi"
+
+
+def launcher_exports(efa: bool) -> list[str]:
+    """What mpirun passes to every rank: NCCL's warnings, the image's paths, and with EFA no huge
+    pages (none are reserved on the nodes, and libfabric would ask for them)."""
+    exports = ["NCCL_DEBUG=WARN", "LD_LIBRARY_PATH", "PATH"]
+    if efa:
+        exports.append("FI_EFA_USE_HUGE_PAGE=0")
+    return exports
+
+
+# --- the settings ---------------------------------------------------------------------------------
+
+
+def fsx_parameters(spec: EnvironmentSpec) -> dict:
+    """The fsx-lustre StorageClass's parameters (all strings, as the CSI driver reads them)."""
+    parameters = {
+        "subnetId": f"subnet-REPLACE-ME-{spec.name}",
+        "securityGroupIds": f"sg-REPLACE-ME-{spec.name}",
+        "deploymentType": spec.fsx_deployment_type,
+        "fileSystemTypeVersion": LUSTRE_VERSION,
+    }
+    throughput = fsx.DEFAULT_THROUGHPUT.get(spec.fsx_deployment_type)
+    if throughput:
+        parameters["perUnitStorageThroughput"] = str(throughput)
+    if spec.fsx_s3_import_path:
+        parameters["s3ImportPath"] = spec.fsx_s3_import_path
+        parameters["autoImportPolicy"] = "NEW_CHANGED"
+    return parameters
+
+
+def s3_list_policy(s3_path: str) -> dict:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{fsx.s3_bucket(s3_path)}"]}],
+    }
+
+
+def settings(spec: EnvironmentSpec) -> dict:
+    """The EnvironmentSettings object: every value that makes this environment differ from the bases."""
+    instance = spec.instance
+    zones = [spec.availability_zone, eks.second_zone(spec.region, spec.availability_zone)]
+    storage = {
+        "parameters": fsx_parameters(spec),
+        "reclaimPolicy": "Delete" if spec.delete_fsx_with_claim else "Retain",
+        "storage": f"{spec.fsx_capacity_gib}Gi",
+    }
+    if spec.fsx_s3_import_path:
+        storage["controllerPolicy"] = s3_list_policy(spec.fsx_s3_import_path)
+    return {
+        "apiVersion": SETTINGS_API_VERSION,
+        "kind": SETTINGS_KIND,
+        "metadata": {"name": spec.name, "annotations": {LOCAL_CONFIG_ANNOTATION: "true"}},
+        "cluster": {"name": spec.cluster_name, "region": spec.region, "availabilityZones": zones},
+        "gpuNodeGroup": {
+            "instanceType": spec.instance_type,
+            "availabilityZones": [spec.availability_zone],
+            "desiredCapacity": spec.nodes,
+            "maxSize": spec.nodes,
+            "efaEnabled": spec.efa,
+        },
+        "fsx": storage,
+        "training": {
+            "workers": spec.nodes,
+            "slotsPerWorker": instance.gpus,
+            "launcherCommand": mpirun_command(spec.processes, launcher_exports(spec.efa)),
+            "workerResources": worker_resources(instance, instance.gpus, spec.efa),
+            "sharedMemory": shm_size(instance),
+        },
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style with sequences indented under their key, like the repository's other files."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+def _dump(value: dict) -> str:
+    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def settings_text(spec: EnvironmentSpec) -> str:
+    document = settings(spec)
+    instance = spec.instance
+    efa = f"EFA on ({instance.efa_interfaces} per node)" if spec.efa else "EFA off"
+    sections = {
+        "cluster": "# eksctl ClusterConfig. The control plane needs two zones; GPU nodes and FSx live in the first.",
+        "gpuNodeGroup": (
+            "# The managed node group gpu: one MPI worker per node. With efaEnabled eksctl also makes a\n"
+            "# cluster placement group, which is why the group stays in one zone."
+        ),
+        "fsx": (
+            f"# FSx for Lustre: StorageClass fsx-lustre and claim fsx-training. Fill in before the first sync: a\n"
+            f"# subnet of the cluster's VPC in {spec.availability_zone} and a security group that allows TCP 988\n"
+            "# and 1018-1023 from the nodes. The parameters cannot change once the class exists."
+        ),
+        "training": (
+            f"# MPIJob {JOB}: -np = workers x slotsPerWorker; launcherCommand is mpirun with its options\n"
+            "# (the job's args are the program and its flags, in overlays/base/training)."
+        ),
+    }
+    header = (
+        f"---\n# {spec.name}: {spec.nodes} x {spec.instance_type} ({instance.gpus} GPU{'s' if instance.gpus != 1 else ''}"
+        f" each), {efa}, FSx {spec.fsx_deployment_type} {spec.fsx_capacity_gib} GiB.\n"
+        "# Every value that makes this environment differ from overlays/base. Kustomize reads this file but\n"
+        "# never emits it (local-config); the bases' environment components copy each value into place by\n"
+        "# name. scripts/new-environment writes it; change it by pull request like any manifest.\n"
+    )
+    identity = {key: document[key] for key in ("apiVersion", "kind", "metadata")}
+    text = header + _dump(identity)
+    for key, comment in sections.items():
+        text += comment + "\n" + _dump({key: document[key]})
+    return text
+
+
+# --- the files ------------------------------------------------------------------------------------
 
 
 def _flux_entry_points(spec: EnvironmentSpec) -> dict[str, str]:
@@ -96,158 +234,53 @@ spec:
     }
 
 
-def _eksctl(spec: EnvironmentSpec) -> dict[str, str]:
-    zones = [spec.availability_zone, eks.second_zone(spec.region, spec.availability_zone)]
-    return {f"overlays/{spec.name}/eksctl/kustomization.yaml": f"""---
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ../../base/eksctl
-# {spec.name}: {spec.nodes} x {spec.instance_type}, EFA {'on' if spec.efa else 'off'}. eksctl's schema is not a
-# Kubernetes one, so node groups are patched by index (0 = system, 1 = gpu).
-patches:
-  - target:
-      kind: ClusterConfig
-    patch: |-
-      - op: replace
-        path: /metadata/name
-        value: {spec.cluster_prefix}-{spec.name}
-      - op: replace
-        path: /metadata/region
-        value: {spec.region}
-      - op: replace
-        path: /availabilityZones
-        value: [{zones[0]}, {zones[1]}]
-      - op: replace
-        path: /managedNodeGroups/1/instanceType
-        value: {spec.instance_type}
-      - op: replace
-        path: /managedNodeGroups/1/availabilityZones
-        value: [{spec.availability_zone}]
-      - op: replace
-        path: /managedNodeGroups/1/desiredCapacity
-        value: {spec.nodes}
-      - op: replace
-        path: /managedNodeGroups/1/maxSize
-        value: {spec.nodes}
-      - op: replace
-        path: /managedNodeGroups/1/efaEnabled
-        value: {'true' if spec.efa else 'false'}
-"""}
-
-
-def _storage_class(spec: EnvironmentSpec) -> str:
-    throughput = fsx.DEFAULT_THROUGHPUT.get(spec.fsx_deployment_type)
-    throughput_value = f'"{throughput}"' if throughput else "null"
-    s3 = spec.fsx_s3_import_path
-    lines = [
-        "---",
-        f"# Fill in before the first sync: a subnet of the {spec.name} cluster's VPC in",
-        f"# {spec.availability_zone} and a security group that allows TCP 988 and 1018-1023 from the nodes.",
-        "apiVersion: storage.k8s.io/v1",
-        "kind: StorageClass",
-        "metadata:",
-        "  name: fsx-lustre",
-        "parameters:",
-        f"  subnetId: subnet-REPLACE-ME-{spec.name}",
-        f"  securityGroupIds: sg-REPLACE-ME-{spec.name}",
-        f"  deploymentType: {spec.fsx_deployment_type}",
-        f"  perUnitStorageThroughput: {throughput_value}",
-        f"  s3ImportPath: {s3 or 'null'}",
-        f"  autoImportPolicy: {'NEW_CHANGED' if s3 else 'null'}",
-    ]
-    if spec.delete_fsx_with_claim:
-        lines += ["# Throwaway environment: deleting the claim deletes the file system.", "reclaimPolicy: Delete"]
+def _kustomization(comment: str, resources: list[str], components: list[str]) -> str:
+    lines = ["---", *(f"# {line}" for line in comment.splitlines()), "apiVersion: kustomize.config.k8s.io/v1beta1",
+             "kind: Kustomization", "resources:"]
+    lines += [f"  - {resource}" for resource in resources]
+    lines += ["components:"] + [f"  - {component}" for component in components]
     return "\n".join(lines) + "\n"
 
 
-def _infrastructure(spec: EnvironmentSpec) -> dict[str, str]:
-    folder = f"overlays/{spec.name}/infrastructure"
-    resources = ["../../base/device-plugins/nvidia"]
-    if spec.efa:
-        resources.append("../../base/device-plugins/efa")
-    resources += ["../../base/fsx-csi", "../../base/mpi-operator"]
-    patches = "  - path: storageclass.yaml\n"
-    if spec.region != spec.base_region:
-        patches += f"""  - target:
-      kind: HelmRelease
-      name: aws-fsx-csi-driver
-    patch: |-
-      - op: replace
-        path: /spec/values/controller/region
-        value: {spec.region}
-"""
-    kustomization = "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
-    kustomization += "".join(f"  - {r}\n" for r in resources) + "patches:\n" + patches
-    return {f"{folder}/kustomization.yaml": kustomization, f"{folder}/storageclass.yaml": _storage_class(spec)}
-
-
-def _yaml_value(value, indent: int) -> str:
-    pad = " " * indent
-    if isinstance(value, dict):
-        return "".join(f"\n{pad}{key}:{_yaml_value(item, indent + 2)}" for key, item in value.items())
-    if isinstance(value, str) and value.isdigit():
-        return f' "{value}"'
-    return f" {value}"
-
-
-def mpijob_patch(spec: EnvironmentSpec) -> str:
-    """JSON patch of the base MPIJob: whole GPU nodes as workers, -np = workers x GPUs."""
-    instance = spec.instance
-    base = "/spec/mpiReplicaSpecs"
-    ops = [
-        "---",
-        f"# {spec.name}: {spec.nodes} worker(s) x {instance.gpus} GPU(s) on {spec.instance_type}"
-        + (f", {instance.efa_interfaces} EFA interface(s) each." if spec.efa else "."),
-        f"- op: replace\n  path: /spec/slotsPerWorker\n  value: {instance.gpus}",
-        f"- op: replace\n  path: {base}/Worker/replicas\n  value: {spec.nodes}",
-        "# -np = workers x slotsPerWorker",
-        f"- op: replace\n  path: {base}/Launcher/template/spec/containers/0/args/1\n"
-        f"  value: \"{spec.nodes * instance.gpus}\"",
-        f"- op: replace\n  path: {base}/Worker/template/spec/containers/0/resources\n  value:"
-        + _yaml_value(worker_resources(instance, instance.gpus, spec.efa), 4),
-        f"- op: replace\n  path: {base}/Worker/template/spec/volumes/1/emptyDir/sizeLimit\n  value: {shm_size(instance)}",
-    ]
-    if spec.efa:
-        ops += [
-            "# mpirun options go before \"python\"; without huge pages reserved on the node,",
-            "# libfabric must not ask for them.",
-            f"- op: add\n  path: {base}/Launcher/template/spec/containers/0/args/{LAUNCHER_PROGRAM_INDEX}\n  value: -x",
-            f"- op: add\n  path: {base}/Launcher/template/spec/containers/0/args/{LAUNCHER_PROGRAM_INDEX + 1}\n"
-            "  value: FI_EFA_USE_HUGE_PAGE=0",
-        ]
-    return "\n".join(ops) + "\n"
-
-
-def _training(spec: EnvironmentSpec) -> dict[str, str]:
-    folder = f"overlays/{spec.name}/training"
+def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
+    folder = f"overlays/{spec.name}"
+    eksctl_components = ["../../base/eksctl/environment"]
+    if spec.fsx_s3_import_path:
+        eksctl_components.append("../../base/eksctl/fsx-s3-import")
+    plugins = ["../../base/device-plugins/nvidia"] + (["../../base/device-plugins/efa"] if spec.efa else [])
     return {
-        f"{folder}/kustomization.yaml": f"""---
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - ../../base/training
-patches:
-  - path: pvc.yaml
-  - path: mpijob.yaml
-    target:
-      kind: MPIJob
-      name: {JOB}
-""",
-        f"{folder}/pvc.yaml": f"""---
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: fsx-training
-  namespace: training
-spec:
-  resources:
-    requests:
-      storage: {spec.fsx_capacity_gib}Gi
-""",
-        f"{folder}/mpijob.yaml": mpijob_patch(spec),
+        f"{folder}/settings.yaml": settings_text(spec),
+        f"{folder}/eksctl/kustomization.yaml": _kustomization(
+            "The eksctl ClusterConfig, never applied by Flux (.sourceignore keeps it out). Create the cluster with\n"
+            f"  scripts/render --env {spec.name} && eksctl create cluster -f rendered/{spec.name}/eksctl.yaml",
+            ["../../base/eksctl", "../settings.yaml"],
+            eksctl_components,
+        ),
+        f"{folder}/infrastructure/kustomization.yaml": _kustomization(
+            "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator.",
+            [*plugins, "../../base/fsx-csi", "../../base/mpi-operator", "../settings.yaml"],
+            ["../../base/fsx-csi/environment"],
+        ),
+        f"{folder}/training/kustomization.yaml": _kustomization(
+            "The training namespace, its FSx claim and MPIJobs (scripts/new-job adds more).",
+            ["../../base/training", "../settings.yaml"],
+            ["../../base/training/environment"],
+        ),
     }
 
 
 def environment_files(spec: EnvironmentSpec) -> dict[str, str]:
-    return {**_flux_entry_points(spec), **_eksctl(spec), **_infrastructure(spec), **_training(spec)}
+    return {**_flux_entry_points(spec), **_overlays(spec)}
+
+
+def readme_row(spec: EnvironmentSpec) -> str:
+    """The environment's row in the README's table of environments."""
+    instance = spec.instance
+    gpus = f"{instance.gpus} GPU{'s' if instance.gpus != 1 else ''} each"
+    efa = f"on ({instance.efa_interfaces} interfaces per node)" if spec.efa else "off"
+    storage = f"{spec.fsx_deployment_type}, {spec.fsx_capacity_gib} GiB"
+    if spec.fsx_s3_import_path:
+        storage += f", imports {spec.fsx_s3_import_path}"
+    storage += ", deleted with its claim" if spec.delete_fsx_with_claim else ", kept when the claim is deleted"
+    return (f"| `{spec.name}` | `{spec.cluster_name}` | {spec.nodes} x {spec.instance_type} ({gpus}) | {efa} | "
+            f"{storage} |")

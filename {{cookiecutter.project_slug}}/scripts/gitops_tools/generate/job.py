@@ -1,4 +1,8 @@
-"""A new MPIJob for an environment, modelled on the environment's rendered horovod-train job."""
+"""A new MPIJob for an environment, modelled on the environment's rendered horovod-train job.
+
+Containers and volumes are found by name (launcher, worker, dshm), and the launcher's command is
+written by `mpirun_command` from named settings, like the environment's own job.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,14 @@ import copy
 from dataclasses import dataclass, field
 
 from .. import catalog
-from .environment import JOB, LAUNCHER_PROGRAM_INDEX, shm_size, worker_resources
+from ..errors import InputError
+from ..model import MPIJOB
+from ..model.mpi import mpirun_command
+from .environment import JOB, launcher_exports, shm_size, worker_resources
 
 # What overlays/base/training/mpijob.yaml writes too; in a new job, the replacement below sets the real image.
 IMAGE_PLACEHOLDER = "trainer"
+LAUNCHER, WORKER, SHARED_MEMORY = "launcher", "worker", "dshm"
 
 
 @dataclass(frozen=True)
@@ -18,8 +26,8 @@ class JobSpec:
     env: str
     workers: int
     gpus_per_worker: int
-    image: str | None   # None: whatever image the environment's horovod-train job has
-    trainer_flags: dict[str, str] = field(default_factory=dict)   # e.g. {"epochs": "30"}
+    image: str | None  # None: whatever image the environment's horovod-train job has
+    trainer_flags: dict[str, str] = field(default_factory=dict)  # e.g. {"epochs": "30"}
 
 
 def _set_flag(args: list[str], flag: str, value: str) -> None:
@@ -31,39 +39,48 @@ def _set_flag(args: list[str], flag: str, value: str) -> None:
     args.append(prefix + value)
 
 
+def _named(items: list, name: str, what: str) -> dict:
+    for item in items:
+        if isinstance(item, dict) and item.get("name") == name:
+            return item
+    raise InputError(f"{JOB} has no {what} named {name!r} to model a new job on")
+
+
 def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa_on_nodes: bool) -> dict:
     """`model` is the rendered horovod-train MPIJob of the environment; it is not changed."""
     job = copy.deepcopy(model)
     job["metadata"]["name"] = spec.name
     job["spec"]["slotsPerWorker"] = spec.gpus_per_worker
     replicas = job["spec"]["mpiReplicaSpecs"]
-    launcher = replicas["Launcher"]["template"]["spec"]
-    worker = replicas["Worker"]
-    worker["replicas"] = spec.workers
+    launcher_pod = replicas["Launcher"]["template"]["spec"]
+    worker_pod = replicas["Worker"]["template"]["spec"]
+    replicas["Worker"]["replicas"] = spec.workers
     # A worker that takes part of a node shares the node's EFA interfaces with others: only
     # whole-node workers ask for them.
-    whole_node = spec.gpus_per_worker == instance.gpus
-    efa = efa_on_nodes and whole_node
-    share = catalog.InstanceType(instance.name, instance.vcpus * spec.gpus_per_worker // instance.gpus,
-                                 instance.memory_gib * spec.gpus_per_worker // instance.gpus, spec.gpus_per_worker,
-                                 instance.gpu_model, instance.gpu_memory_mib, instance.efa_interfaces)
-    worker["template"]["spec"]["containers"][0]["resources"] = worker_resources(share, spec.gpus_per_worker, efa)
-    for volume in worker["template"]["spec"]["volumes"]:
-        if volume.get("name") == "dshm":
-            volume["emptyDir"]["sizeLimit"] = shm_size(share)
-    containers = [*launcher.get("initContainers", []), *launcher["containers"], *worker["template"]["spec"]["containers"]]
-    for container in containers:
-        container["image"] = spec.image or IMAGE_PLACEHOLDER
-    args = launcher["containers"][0]["args"]
-    args[args.index("-np") + 1] = str(spec.workers * spec.gpus_per_worker)
-    if not efa and "FI_EFA_USE_HUGE_PAGE=0" in args:
-        at = args.index("FI_EFA_USE_HUGE_PAGE=0")
-        del args[at - 1:at + 1]
+    efa = efa_on_nodes and spec.gpus_per_worker == instance.gpus
+    share = catalog.InstanceType(
+        instance.name,
+        instance.vcpus * spec.gpus_per_worker // instance.gpus,
+        instance.memory_gib * spec.gpus_per_worker // instance.gpus,
+        spec.gpus_per_worker,
+        instance.gpu_model,
+        instance.gpu_memory_mib,
+        instance.efa_interfaces,
+    )
+    _named(worker_pod.get("containers", []), WORKER, "worker container")["resources"] = worker_resources(
+        share, spec.gpus_per_worker, efa
+    )
+    _named(worker_pod.get("volumes", []), SHARED_MEMORY, "worker volume")["emptyDir"]["sizeLimit"] = shm_size(share)
+    for pod in (launcher_pod, worker_pod):
+        for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+            container["image"] = spec.image or IMAGE_PLACEHOLDER
+    launcher = _named(launcher_pod.get("containers", []), LAUNCHER, "launcher container")
+    launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, launcher_exports(efa))
+    args = launcher.setdefault("args", [])
     _set_flag(args, "checkpoint-dir", f"/fsx/checkpoints/{spec.name}")
     _set_flag(args, "log-dir", f"/fsx/logs/{spec.name}")
     for flag, value in spec.trainer_flags.items():
         _set_flag(args, flag, value)
-    assert args.index("python") >= LAUNCHER_PROGRAM_INDEX  # mpirun options stay before the program
     return job
 
 
@@ -73,16 +90,24 @@ def image_replacement(job: dict) -> dict:
     The base's `images:` transformer (where a release bumps newTag) does not reach resources an
     environment overlay adds; this copies its result, so a new job moves with the release.
     """
-    paths = [f"spec.mpiReplicaSpecs.{role}.template.spec.{key}.*.image"
-             for role, replica in job["spec"]["mpiReplicaSpecs"].items()
-             for key in ("initContainers", "containers") if replica["template"]["spec"].get(key)]
-    return {"source": {"kind": "MPIJob", "name": JOB,
-                       "fieldPath": "spec.mpiReplicaSpecs.Worker.template.spec.containers.0.image"},
-            "targets": [{"select": {"kind": "MPIJob", "name": job["metadata"]["name"]}, "fieldPaths": paths}]}
+    paths = [
+        f"spec.mpiReplicaSpecs.{role}.template.spec.{key}.*.image"
+        for role, replica in job["spec"]["mpiReplicaSpecs"].items()
+        for key in ("initContainers", "containers")
+        if replica["template"]["spec"].get(key)
+    ]
+    return {
+        "source": {
+            "kind": "MPIJob",
+            "name": JOB,
+            "fieldPath": f"spec.mpiReplicaSpecs.Worker.template.spec.containers.[name={WORKER}].image",
+        },
+        "targets": [{"select": {"kind": "MPIJob", "name": job["metadata"]["name"]}, "fieldPaths": paths}],
+    }
 
 
 def model_job(objects) -> dict | None:
     for manifest in objects:
-        if manifest.kind == "MPIJob" and manifest.name == JOB:
+        if manifest.group_kind == MPIJOB and manifest.name == JOB:
             return manifest.doc
     return None

@@ -4,56 +4,10 @@ from __future__ import annotations
 
 from .. import eks
 from ..eks import version_key
-from .model import Scope, mapping
+from ..model import Scope, mapping, removal
 from .registry import Finding, category
 
 rule = category("Removed APIs and versions")
-
-# (apiVersion, kinds or None for every kind, removed in, use instead), from the Kubernetes
-# deprecated API migration guide. "0" marks versions a custom resource's operator dropped.
-REMOVED_APIS = (
-    ("extensions/v1beta1", ("DaemonSet", "Deployment", "ReplicaSet", "NetworkPolicy", "PodSecurityPolicy"), "1.16",
-     "apps/v1 (networking.k8s.io/v1 for NetworkPolicy)"),
-    ("apps/v1beta1", None, "1.16", "apps/v1"),
-    ("apps/v1beta2", None, "1.16", "apps/v1"),
-    ("extensions/v1beta1", ("Ingress",), "1.22", "networking.k8s.io/v1"),
-    ("networking.k8s.io/v1beta1", None, "1.22", "networking.k8s.io/v1"),
-    ("apiextensions.k8s.io/v1beta1", None, "1.22", "apiextensions.k8s.io/v1"),
-    ("apiregistration.k8s.io/v1beta1", None, "1.22", "apiregistration.k8s.io/v1"),
-    ("rbac.authorization.k8s.io/v1beta1", None, "1.22", "rbac.authorization.k8s.io/v1"),
-    ("scheduling.k8s.io/v1beta1", None, "1.22", "scheduling.k8s.io/v1"),
-    ("storage.k8s.io/v1beta1", ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"), "1.22", "storage.k8s.io/v1"),
-    ("admissionregistration.k8s.io/v1beta1", None, "1.22", "admissionregistration.k8s.io/v1"),
-    ("coordination.k8s.io/v1beta1", None, "1.22", "coordination.k8s.io/v1"),
-    ("certificates.k8s.io/v1beta1", None, "1.22", "certificates.k8s.io/v1"),
-    ("authentication.k8s.io/v1beta1", None, "1.22", "authentication.k8s.io/v1"),
-    ("authorization.k8s.io/v1beta1", None, "1.22", "authorization.k8s.io/v1"),
-    ("policy/v1beta1", ("PodSecurityPolicy",), "1.25", "Pod Security Admission (namespace labels)"),
-    ("policy/v1beta1", ("PodDisruptionBudget",), "1.25", "policy/v1"),
-    ("batch/v1beta1", ("CronJob",), "1.25", "batch/v1"),
-    ("autoscaling/v2beta1", None, "1.25", "autoscaling/v2"),
-    ("discovery.k8s.io/v1beta1", None, "1.25", "discovery.k8s.io/v1"),
-    ("events.k8s.io/v1beta1", None, "1.25", "events.k8s.io/v1"),
-    ("node.k8s.io/v1beta1", None, "1.25", "node.k8s.io/v1"),
-    ("autoscaling/v2beta2", None, "1.26", "autoscaling/v2"),
-    ("flowcontrol.apiserver.k8s.io/v1beta1", None, "1.26", "flowcontrol.apiserver.k8s.io/v1"),
-    ("storage.k8s.io/v1beta1", ("CSIStorageCapacity",), "1.27", "storage.k8s.io/v1"),
-    ("flowcontrol.apiserver.k8s.io/v1beta2", None, "1.29", "flowcontrol.apiserver.k8s.io/v1"),
-    ("flowcontrol.apiserver.k8s.io/v1beta3", None, "1.32", "flowcontrol.apiserver.k8s.io/v1"),
-    ("kubeflow.org/v1alpha1", ("MPIJob",), "0", "kubeflow.org/v2beta1 (the MPI operator dropped it in v0.4.0)"),
-    ("kubeflow.org/v1alpha2", ("MPIJob",), "0", "kubeflow.org/v2beta1 (the MPI operator dropped it in v0.4.0)"),
-    ("kubeflow.org/v1", ("MPIJob",), "0", "kubeflow.org/v2beta1 (the MPI operator dropped it in v0.4.0)"),
-)
-
-
-def removal(api_version: str, kind: str, kubernetes_version: str) -> tuple[str, str] | None:
-    """(removed in, replacement) when api_version/kind is gone at kubernetes_version."""
-    for removed_api, kinds, removed_in, instead in REMOVED_APIS:
-        if removed_api == api_version and (kinds is None or kind in kinds) \
-                and version_key(removed_in) <= version_key(kubernetes_version):
-            return removed_in, instead
-    return None
-
 
 @rule("removed-api", "error",
       description="An object uses an API version removed at or before the cluster's Kubernetes version",
@@ -68,7 +22,7 @@ def removed_api(scope: Scope):
             removed_in, instead = found
             when = "no longer served by the MPI operator" if removed_in == "0" else \
                 f"removed in Kubernetes {removed_in} (this cluster runs {scope.kubernetes_version})"
-            yield Finding("removed-api", manifest, f"{manifest.api_version} {manifest.kind} is {when}; use {instead}",
+            yield Finding(manifest, f"{manifest.api_version} {manifest.kind} is {when}; use {instead}",
                           ("apiVersion",))
 
 
@@ -85,10 +39,10 @@ def eks_version_unsupported(scope: Scope):
         return
     supported = [version_key(v) for v in eks.SUPPORTED_KUBERNETES_VERSIONS]
     if version_key(version) < min(supported):
-        yield Finding("eks-version-unsupported", scope.cluster_config,
+        yield Finding(scope.cluster_config,
                       f"Kubernetes {version} is out of EKS support", ("metadata", "version"))
     elif version_key(version) > max(supported):
-        yield Finding("eks-version-unsupported", scope.cluster_config,
+        yield Finding(scope.cluster_config,
                       f"Kubernetes {version} is newer than the versions this template knows EKS to offer",
                       ("metadata", "version"), severity="warning")
 
@@ -104,5 +58,5 @@ def ami_family_unsupported(scope: Scope):
         return
     for group in scope.node_groups:
         if group.doc.get("amiFamily") == "AmazonLinux2":
-            yield Finding("ami-family-unsupported", scope.cluster_config,
+            yield Finding(scope.cluster_config,
                           f"{group.describe()} uses AmazonLinux2 with Kubernetes {version}", (*group.path, "amiFamily"))

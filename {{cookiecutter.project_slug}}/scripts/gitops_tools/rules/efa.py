@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .model import EFA, PodTemplate, Scope, plural
-from .mpijob import launch_tokens
+from ..model import EFA, PodTemplate, Scope, plural
+from ..model.mpi import launch_tokens
+from ..model.plugins import EFA_PLUGIN, plugin_installed
 from .registry import Finding, category
-from .scheduling import EFA_PLUGIN, plugin_installed
 
 rule = category("EFA")
 
@@ -33,7 +33,7 @@ def efa_without_efa_node_group(scope: Scope):
         _, groups = scope.placement(template)
         if groups and not any(_provides_efa(g) for g in groups):
             names = ", ".join(f"{g.describe()}{'' if g.efa_enabled else ' without efaEnabled'}" for g in groups)
-            yield Finding("efa-without-efa-node-group", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests vpc.amazonaws.com/efa but runs on {names}",
                           (*_efa_container(template).path, "resources"))
 
@@ -51,7 +51,7 @@ def efa_request_exceeds_interfaces(scope: Scope):
         usable = [g for g in groups if _provides_efa(g)]
         if usable and all(g.smallest("efa_interfaces") < wanted for g in usable):
             sizes = ", ".join(f"{g.describe()} has {g.smallest('efa_interfaces')}" for g in usable)
-            yield Finding("efa-request-exceeds-interfaces", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests {plural(wanted, 'EFA interface')} but {sizes}",
                           (*_efa_container(template).path, "resources"))
 
@@ -66,7 +66,7 @@ def efa_device_plugin_missing(scope: Scope):
     if plugin_installed(scope, EFA_PLUGIN):
         return
     for template in efa_templates(scope):
-        yield Finding("efa-device-plugin-missing", template.owner,
+        yield Finding(template.owner,
                       f"{template.label} requests vpc.amazonaws.com/efa, which nothing in this environment advertises",
                       (*_efa_container(template).path, "resources"))
 
@@ -83,7 +83,7 @@ def efa_node_group_not_single_az(scope: Scope):
             continue
         zones, subnets = group.zones, group.subnets
         if len(zones) + len(subnets) != 1 and not (len(zones) == 1 and len(subnets) == 1):
-            yield Finding("efa-node-group-not-single-az", scope.cluster_config,
+            yield Finding(scope.cluster_config,
                           f"efaEnabled {group.describe()} has {plural(len(zones), 'availability zone')} and "
                           f"{plural(len(subnets), 'subnet')}", (*group.path, "availabilityZones"))
 
@@ -97,7 +97,7 @@ def efa_node_group_not_single_az(scope: Scope):
 def efa_instance_type_unsupported(scope: Scope):
     for group in scope.node_groups:
         if group.efa_enabled and group.smallest("efa_interfaces") == 0:
-            yield Finding("efa-instance-type-unsupported", scope.cluster_config,
+            yield Finding(scope.cluster_config,
                           f"efaEnabled {group.describe()}: the instance type has no EFA", (*group.path, "efaEnabled"))
 
 
@@ -130,6 +130,6 @@ def efa_huge_pages_unset(scope: Scope):
         if template.request("hugepages-2Mi") > 0 or template.request("hugepages-1Gi") > 0:
             continue
         if not _huge_pages_off(template, scope):
-            yield Finding("efa-huge-pages-unset", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests EFA without huge pages or FI_EFA_USE_HUGE_PAGE=0",
                           (*_efa_container(template).path, "resources"))

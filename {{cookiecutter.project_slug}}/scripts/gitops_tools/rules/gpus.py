@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .model import GPU, PodTemplate, Scope, mapping, plural, quantity
-from .mpijob import MPIJOB
+from ..model import GPU, MPIJOB, PodTemplate, Scope, mapping, plural, quantity
 from .registry import Finding, category
 
 rule = category("GPUs")
@@ -47,7 +46,7 @@ def gpu_request_exceeds_node(scope: Scope):
             message = f"{template.label} requests {plural(gpus, 'GPU')} but can only run on {names}, without GPUs"
         else:
             continue   # a GPU group it selects but does not tolerate: gpu-taint-not-tolerated
-        yield Finding("gpu-request-exceeds-node", template.owner, message,
+        yield Finding(template.owner, message,
                       (*template.containers[0].path, "resources"))
 
 
@@ -71,7 +70,7 @@ def gpu_capacity_exceeded(scope: Scope):
         fits = sum(size * int(count // gpus) for _, count, size in figures)
         if 0 < fits < template.replicas:
             groups_text = ", ".join(f"{g.describe()} maxSize {size}" for g, _, size in figures)
-            yield Finding("gpu-capacity-exceeded", template.owner,
+            yield Finding(template.owner,
                           f"{plural(template.replicas, 'worker')} x {plural(gpus, 'GPU')} need room for "
                           f"{template.replicas} pods but {groups_text} fits {fits}",
                           (*template.path[:-2], "replicas"))
@@ -96,7 +95,7 @@ def no_node_group_matches(scope: Scope):
         selected, _ = scope.placement(template)
         if not selected:
             wanted = ", ".join(f"{k}={v}" for k, v in template.node_selector.items()) or "its node affinity"
-            yield Finding("no-node-group-matches", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} selects {wanted}, which no node group's nodes carry",
                           (*template.path, "nodeSelector" if template.node_selector else "affinity"))
 
@@ -121,6 +120,6 @@ def extended_resource_limit_mismatch(scope: Scope):
                     message = f"requests {name} {requests[name]} but limits it to {limits[name]}"
                 else:
                     continue
-                yield Finding("extended-resource-limit-mismatch", template.owner,
+                yield Finding(template.owner,
                               f"{template.container_label(container)} {message}",
                               (*container.path, "resources", "requests", name))

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import re
 
-from .model import GPU, Scope, mapping, sequence
-from .mpijob import runs_mpi
-from .registry import REGISTRY, Finding, category
+from ..model import GPU, Scope, mapping, sequence
+from ..model.mpi import runs_mpi
+from .registry import REGISTRY, SUPPRESSION_PREFIX, Finding, category
 
 rule = category("Hygiene and security")
-
-SUPPRESSION_PREFIX = "validate.gitops/ignore-"
 
 _PLACEHOLDER = re.compile(r"REPLACE[-_]ME", re.IGNORECASE)
 # TOKEN only as a whole word: TOKENIZERS_PARALLELISM and MAX_TOKENS are settings, HF_TOKEN is not.
@@ -42,7 +40,7 @@ def image_tag_latest(scope: Scope):
             tag = image_tag(image)
             if image and tag in ("", "latest"):
                 what = "untagged (so latest)" if tag == "" else "tagged latest"
-                yield Finding("image-tag-latest", template.owner,
+                yield Finding(template.owner,
                               f"{template.container_label(container)} image {image} is {what}",
                               (*container.path, "image"))
 
@@ -63,7 +61,7 @@ def env_literal_credential(scope: Scope):
                 name, value = str(entry.get("name", "")), str(entry.get("value") or "")
                 named = _SECRET_NAME.search(name) and not _NOT_A_SECRET.search(name) and not _SWITCH_VALUE.match(value)
                 if value and not value.startswith("$(") and (named or _AWS_KEY_ID.search(value)):
-                    yield Finding("env-literal-credential", template.owner,
+                    yield Finding(template.owner,
                                   f"{template.container_label(container)} sets {name} to a literal value",
                                   (*container.path, "env", index, "value"))
 
@@ -80,7 +78,7 @@ def secret_data_committed(scope: Scope):
             continue
         for section in ("data", "stringData"):
             if mapping(manifest.doc, section):
-                yield Finding("secret-data-committed", manifest,
+                yield Finding(manifest,
                               f"Secret {manifest.name} has {section} keys {', '.join(sorted(mapping(manifest.doc, section)))}",
                               (section,))
 
@@ -97,7 +95,7 @@ def job_mpirun_not_mpijob(scope: Scope):
         if template.owner.kind in ("Job", "CronJob") and (template.replicas or 0) > 1 \
                 and any(runs_mpi(c) for c in template.containers):
             path = ("spec", "parallelism") if template.owner.kind == "Job" else ("spec", "jobTemplate", "spec", "parallelism")
-            yield Finding("job-mpirun-not-mpijob", template.owner,
+            yield Finding(template.owner,
                           f"{template.owner.kind} {template.owner.name} runs mpirun in {template.replicas} "
                           "independent pods", path)
 
@@ -114,7 +112,7 @@ def hpa_on_gpu(scope: Scope):
             kind = str(metric.get("type", "")) if isinstance(metric, dict) else ""
             section = {"Resource": "resource", "ContainerResource": "containerResource"}.get(kind)
             if section and mapping(metric, section).get("name") == GPU:
-                yield Finding("hpa-on-gpu", manifest, f"metric {index} is a {kind} metric on {GPU}",
+                yield Finding(manifest, f"metric {index} is a {kind} metric on {GPU}",
                               ("spec", "metrics", index))
 
 
@@ -140,10 +138,10 @@ def _placeholders(value, path=()):
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
         for path, value in _placeholders(manifest.doc):
-            yield Finding("placeholder-value", manifest, f"{'.'.join(map(str, path))} is {value!r}", path)
+            yield Finding(manifest, f"{'.'.join(map(str, path))} is {value!r}", path)
 
 
-@rule("suppression-invalid", "error",
+@rule("suppression-invalid", "error", suppressible=False,
       description="A suppression annotation has no reason or names no known rule",
       remediation="Write the annotation as validate.gitops/ignore-<rule-id>: \"<why this is fine here>\" with a rule "
                   "id from docs/rules.md.",
@@ -163,4 +161,4 @@ def suppression_invalid(scope: Scope):
                 message = f"{key} gives no reason, so it suppresses nothing"
             else:
                 continue
-            yield Finding("suppression-invalid", manifest, message, ("metadata", "annotations", key))
+            yield Finding(manifest, message, ("metadata", "annotations", key))

@@ -3,71 +3,14 @@
 from __future__ import annotations
 
 import re
-import shlex
 
-from .model import GPU, MPIJOB, Container, Scope, mapping, plural, pod_templates
+from ..model import GPU, Scope, mapping, plural
+from ..model.mpi import launch_tokens, mpijobs, parse_launch, process_count, replica_templates, slots_per_worker
 from .registry import Finding, category
 
 rule = category("MPIJob")
 
-_LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "horovodrun")
-_NP_FLAGS = ("-np", "--np", "-n", "--n", "-c", "--num-proc")
-_SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-
-
-def mpijobs(scope: Scope):
-    return [m for m in scope.objects if (m.group, m.kind) == MPIJOB]
-
-
-def replica_templates(manifest):
-    return {t.role: t for t in pod_templates(manifest)}
-
-
-def slots_per_worker(manifest) -> int:
-    slots = mapping(manifest.doc, "spec").get("slotsPerWorker", 1)
-    return slots if isinstance(slots, int) and not isinstance(slots, bool) else 1
-
-
-def _basename(token: str) -> str:
-    return token.rsplit("/", 1)[-1]
-
-
-def launch_tokens(container: Container) -> tuple[list[str], callable]:
-    """The launcher's words, and the field path of each: a `sh -c "..."` script is split."""
-    argv = container.argv
-    if argv and _basename(argv[0]) in _SHELLS:
-        for index, word in enumerate(argv[:-1]):
-            if word.startswith("-") and "c" in word.lstrip("-") and not word.startswith("--"):
-                try:
-                    tokens = shlex.split(argv[index + 1], comments=True)
-                except ValueError:
-                    return [], lambda i: container.path
-                return tokens, lambda i, at=index + 1: container.argv_path(at)
-    return argv, container.argv_path
-
-
-def process_count(tokens: list[str]) -> tuple[str, int] | None:
-    """(value of -np, token index) for the first mpirun/horovodrun in `tokens`, if any."""
-    start = next((i for i, t in enumerate(tokens) if _basename(t) in _LAUNCHERS), None)
-    if start is None:
-        return None
-    for index in range(start + 1, len(tokens)):
-        token = tokens[index]
-        if token == "--" or token.endswith(".py") or _basename(token).startswith("python") or token in ("&&", ";", "|"):
-            return None   # the program's own arguments start here
-        flag, equals, value = token.partition("=")
-        if flag in _NP_FLAGS:
-            if equals:
-                return value, index
-            if index + 1 < len(tokens):
-                return tokens[index + 1], index + 1
-    return None
-
-
-def runs_mpi(container: Container) -> bool:
-    tokens, _ = launch_tokens(container)
-    return any(_basename(t) in _LAUNCHERS for t in tokens)
 
 
 @rule("launcher-requests-gpu", "error",
@@ -77,13 +20,13 @@ def runs_mpi(container: Container) -> bool:
       `NVIDIA_DRIVER_CAPABILITIES` to empty on the launcher, so GPUs it requests stay idle for the whole run
       and take a worker's place on a GPU node. See the MPI operator's `mpi_job_controller.go`.""")
 def launcher_requests_gpu(scope: Scope):
-    for job in mpijobs(scope):
+    for job in mpijobs(scope.objects):
         if mapping(job.doc, "spec").get("runLauncherAsWorker") is True:
             continue
         launcher = replica_templates(job).get("Launcher")
         for container in (launcher.containers + launcher.init_containers) if launcher else []:
             if container.request(GPU) > 0:
-                yield Finding("launcher-requests-gpu", job,
+                yield Finding(job,
                               f"{launcher.container_label(container)} requests "
                               f"{plural(container.request(GPU), 'GPU')} that the operator hides from it",
                               (*container.path, "resources"))
@@ -96,12 +39,12 @@ def launcher_requests_gpu(scope: Scope):
       that many ranks per worker. With fewer slots than GPUs some GPUs idle; with more, ranks share a GPU and
       run out of memory or slow each other down.""")
 def gpu_slots_mismatch(scope: Scope):
-    for job in mpijobs(scope):
+    for job in mpijobs(scope.objects):
         worker = replica_templates(job).get("Worker")
         gpus = worker.request(GPU) if worker else 0
         slots = slots_per_worker(job)
         if gpus > 0 and gpus != slots:
-            yield Finding("gpu-slots-mismatch", job,
+            yield Finding(job,
                           f"each worker requests {plural(gpus, 'GPU')} but slotsPerWorker is {slots}",
                           ("spec", "slotsPerWorker"))
 
@@ -114,7 +57,7 @@ def gpu_slots_mismatch(scope: Scope):
       make mpirun refuse to start ("not enough slots") or oversubscribe the workers. The rule reads the
       launcher's command and args, and a `sh -c` script.""")
 def mpirun_np_mismatch(scope: Scope):
-    for job in mpijobs(scope):
+    for job in mpijobs(scope.objects):
         templates = replica_templates(job)
         launcher, worker = templates.get("Launcher"), templates.get("Worker")
         if not launcher or not launcher.containers:
@@ -129,7 +72,7 @@ def mpirun_np_mismatch(scope: Scope):
         if found is None or not found[0].isdigit():
             continue
         if int(found[0]) != expected:
-            yield Finding("mpirun-np-mismatch", job,
+            yield Finding(job,
                           f"-np {found[0]} but {plural(workers, 'worker')} x {plural(slots, 'slot')} "
                           f"give {expected} ranks", path_of(found[1]))
 
@@ -141,11 +84,11 @@ def mpirun_np_mismatch(scope: Scope):
       docs="""Workers are reached by their host names, `<name>-worker-<index>`, which must be DNS-1035 labels;
       the operator rejects a job whose last worker name is not one.""")
 def mpijob_name_invalid(scope: Scope):
-    for job in mpijobs(scope):
+    for job in mpijobs(scope.objects):
         worker = replica_templates(job).get("Worker")
         last = f"{job.name}-worker-{max((worker.replicas if worker else 1) - 1, 0)}"
         if len(last) > 63 or not _DNS_1035.match(last):
-            yield Finding("mpijob-name-invalid", job,
+            yield Finding(job,
                           f"worker host name {last!r} is not a DNS-1035 label of at most 63 characters",
                           ("metadata", "name"))
 
@@ -158,22 +101,42 @@ def mpijob_name_invalid(scope: Scope):
       of at least 1 when set, and a replica-level `restartPolicy` of `Never` or `OnFailure`; anything else is
       rejected and no pod starts.""")
 def mpijob_replica_spec_invalid(scope: Scope):
-    for job in mpijobs(scope):
+    for job in mpijobs(scope.objects):
         specs = mapping(job.doc, "spec", "mpiReplicaSpecs")
         if "Launcher" not in specs:
-            yield Finding("mpijob-replica-spec-invalid", job, "no Launcher replica spec", ("spec", "mpiReplicaSpecs"))
+            yield Finding(job, "no Launcher replica spec", ("spec", "mpiReplicaSpecs"))
         for role, replica_spec in specs.items():
             if not isinstance(replica_spec, dict):
                 continue
             path = ("spec", "mpiReplicaSpecs", role)
             replicas = replica_spec.get("replicas")
             if role == "Launcher" and replicas not in (None, 1):
-                yield Finding("mpijob-replica-spec-invalid", job, f"Launcher replicas is {replicas}, must be 1",
+                yield Finding(job, f"Launcher replicas is {replicas}, must be 1",
                               (*path, "replicas"))
             if role == "Worker" and isinstance(replicas, int) and replicas < 1:
-                yield Finding("mpijob-replica-spec-invalid", job, f"Worker replicas is {replicas}, must be at least 1",
+                yield Finding(job, f"Worker replicas is {replicas}, must be at least 1",
                               (*path, "replicas"))
             policy = replica_spec.get("restartPolicy")
             if policy is not None and policy not in ("Never", "OnFailure"):
-                yield Finding("mpijob-replica-spec-invalid", job,
+                yield Finding(job,
                               f"{role} restartPolicy {policy} is not Never or OnFailure", (*path, "restartPolicy"))
+
+
+@rule("launcher-command-malformed", "error",
+      description="An mpirun or horovodrun command line is not options, then the program and its module",
+      remediation="Write the launcher as mpirun, its options each with its operands (-np N, -x NAME[=value]), then "
+                  "the program and its module (python -m package.module) and the program's flags; the generators "
+                  "write it this way (mpirun_command in scripts/gitops_tools/model/mpi.py).",
+      docs="""mpirun reads its options up to the first word that is not one, and starts that word as the program
+      on every rank; what follows belongs to the program. A missing operand shifts everything after it: `-x`
+      without a variable takes the program's name as one, and `python -m -x ...` makes Python fail on every
+      rank, after the GPU nodes have started. The rule reads the launcher's command and args (and a `sh -c`
+      script) as Open MPI 4.1 and horovodrun do: each option takes its operands (`-mca` two), `-x` takes NAME
+      or NAME=value, `-np` a number, and a Python program needs `-m module` or a script.""")
+def launcher_command_malformed(scope: Scope):
+    for template in scope.pod_templates:
+        for container in template.containers:
+            tokens, path_of = launch_tokens(container)
+            launch = parse_launch(tokens)
+            for index, problem in launch.problems if launch else []:
+                yield Finding(template.owner, f"{template.container_label(container)}: {problem}", path_of(index))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifests import FluxKustomization, Manifest
-from ..schemas import BUILTIN_GROUPS
-from .model import FLUX_KUSTOMIZATION, Scope, mapping, sequence
+from ..model import BUILTIN_GROUPS, FLUX_KUSTOMIZATION, FluxKustomization, Manifest, Scope, mapping, sequence
 from .registry import Finding, category
 
 rule = category("Ordering")
@@ -89,7 +87,7 @@ class Graph:
 
 
 def _provider_table(scope: Scope) -> list[dict]:
-    extra = scope.settings.get("crd_providers") if isinstance(scope.settings, dict) else None
+    extra = scope.platform.get("crd_providers") if isinstance(scope.platform, dict) else None
     return list(REMOTE_PROVIDERS) + [e for e in extra or [] if isinstance(e, dict)]
 
 
@@ -136,7 +134,7 @@ def _waits(manifest: Manifest) -> bool:
 def flux_path_missing(scope: Scope):
     for kustomization in scope.kustomizations:
         if not kustomization.rendered:
-            yield Finding("flux-path-missing", kustomization.manifest,
+            yield Finding(kustomization.manifest,
                           f"Kustomization {kustomization.name} points at {kustomization.path!r}, which does not exist",
                           ("spec", "path"))
 
@@ -152,7 +150,7 @@ def dependency_missing(scope: Scope):
     for key, manifest in graph.manifests.items():
         for target, index in graph.depends_on(key):
             if target not in graph.manifests:
-                yield Finding("dependency-missing", manifest,
+                yield Finding(manifest,
                               f"dependsOn {target[0]}/{target[1]}, which is not a Flux Kustomization of this environment",
                               ("spec", "dependsOn", index))
 
@@ -169,7 +167,7 @@ def dependency_cycle(scope: Scope):
         if key in graph.reachable(key) and key not in reported:
             cycle = sorted(k for k in graph.reachable(key) if key in graph.reachable(k))
             reported.update(cycle)
-            yield Finding("dependency-cycle", manifest,
+            yield Finding(manifest,
                           "dependsOn cycle: " + " -> ".join(name for _, name in cycle) + f" -> {cycle[0][1]}",
                           ("spec", "dependsOn"))
 
@@ -189,7 +187,7 @@ def crd_not_installed(scope: Scope):
         for manifest in kustomization.objects:
             if is_custom_resource(manifest) and manifest.kind != "CustomResourceDefinition" \
                     and f"{manifest.group}/{manifest.kind}" not in found:
-                yield Finding("crd-not-installed", manifest,
+                yield Finding(manifest,
                               f"nothing in this environment installs the CRD of {manifest.api_version} {manifest.kind}",
                               ("apiVersion",))
 
@@ -227,7 +225,7 @@ def custom_resource_before_crd(scope: Scope):
             else:
                 message = (f"Kustomization {kustomization.name} applies it but does not depend on "
                            f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD")
-            yield Finding("custom-resource-before-crd", manifest, message, ("apiVersion",))
+            yield Finding(manifest, message, ("apiVersion",))
 
 
 @rule("crd-provider-not-waited", "warning", requires=("flux",),
@@ -251,7 +249,7 @@ def crd_provider_not_waited(scope: Scope):
                 for waiting in unwaited:
                     if id(waiting) not in reported:
                         reported.add(id(waiting))
-                        yield Finding("crd-provider-not-waited", waiting,
+                        yield Finding(waiting,
                                       f"{waiting.kind} {waiting.name} installs the CRD of {manifest.kind} "
                                       f"(through {provider.via.name}) but does not wait", ("spec",))
 
@@ -279,6 +277,6 @@ def flux_source_missing(scope: Scope):
             wanted = (str(ref.get("kind", "")), str(ref.get("namespace") or manifest.namespace or "flux-system"),
                       str(ref.get("name", "")))
             if wanted not in present:
-                yield Finding("flux-source-missing", manifest,
+                yield Finding(manifest,
                               f"{manifest.kind} {manifest.name} reads {wanted[0]} {wanted[1]}/{wanted[2]}, "
                               "which this environment does not define", path)

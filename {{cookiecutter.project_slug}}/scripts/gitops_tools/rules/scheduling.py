@@ -2,41 +2,12 @@
 
 from __future__ import annotations
 
-from .model import EFA, GPU, NodeGroup, PodTemplate, Scope, mapping, plural, selects, sequence, untolerated
-from .mpijob import MPIJOB
+from ..model import EFA, GPU, MPIJOB, NodeGroup, PodTemplate, Scope, mapping, plural, selects, sequence, untolerated
+from ..model.plugins import (EFA_PLUGIN, NVIDIA_PLUGIN, efa_groups, gpu_groups, plugin_daemonsets, plugin_installed,
+                             plugin_releases)
 from .registry import Finding, category
 
 rule = category("Scheduling")
-
-# How a device plugin shows itself: in a container image or a Helm chart name.
-NVIDIA_PLUGIN = ("nvidia/k8s-device-plugin", "nvidia-device-plugin")
-EFA_PLUGIN = ("aws-efa-k8s-device-plugin",)
-
-
-def _charts(manifest) -> list[str]:
-    spec = mapping(manifest.doc, "spec")
-    return [str(mapping(spec, "chart", "spec").get("chart", "")), str(spec.get("releaseName", "")), manifest.name]
-
-
-def plugin_daemonsets(scope: Scope, markers: tuple[str, ...]) -> list[PodTemplate]:
-    return [t for t in scope.pod_templates if t.owner.kind == "DaemonSet"
-            and any(m in str(c.spec.get("image", "")) for c in t.containers for m in markers)]
-
-
-def plugin_installed(scope: Scope, markers: tuple[str, ...]) -> bool:
-    if plugin_daemonsets(scope, markers):
-        return True
-    return any(m.kind == "HelmRelease" and any(mark in chart for chart in _charts(m) for mark in markers)
-               for m in scope.objects)
-
-
-def gpu_groups(scope: Scope) -> list[NodeGroup]:
-    return [g for g in scope.node_groups if (g.smallest("gpus") or 0) > 0]
-
-
-def efa_groups(scope: Scope) -> list[NodeGroup]:
-    return [g for g in scope.node_groups if g.efa_enabled]
-
 
 def _taints(group: NodeGroup, template: PodTemplate) -> str:
     return ", ".join(str(t) for t in untolerated(template, group))
@@ -56,14 +27,14 @@ def gpu_taint_not_tolerated(scope: Scope):
         selected = [g for g in gpu_groups(scope) if selects(template, g)]
         if selected and all(untolerated(template, g) for g in selected):
             group = selected[0]
-            yield Finding("gpu-taint-not-tolerated", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests GPUs but does not tolerate {_taints(group, template)} "
                           f"of {group.describe()}", (*template.path, "tolerations"))
     for markers, groups in ((NVIDIA_PLUGIN, gpu_groups(scope)), (EFA_PLUGIN, efa_groups(scope))):
         for template in plugin_daemonsets(scope, markers):
             for group in groups:
                 if selects(template, group) and untolerated(template, group):
-                    yield Finding("gpu-taint-not-tolerated", template.owner,
+                    yield Finding(template.owner,
                                   f"device plugin {template.owner.name} does not tolerate "
                                   f"{_taints(group, template)} of {group.describe()}, so those nodes "
                                   "advertise no devices", (*template.path, "tolerations"))
@@ -81,7 +52,7 @@ def device_plugin_misses_gpu_nodes(scope: Scope):
         for template in plugin_daemonsets(scope, markers) if groups else []:
             if not any(selects(template, g) for g in groups):
                 names = ", ".join(g.describe() for g in groups)
-                yield Finding("device-plugin-misses-gpu-nodes", template.owner,
+                yield Finding(template.owner,
                               f"device plugin {template.owner.name} selects none of the {what} node groups ({names})",
                               (*template.path, "nodeSelector" if template.node_selector else "affinity"))
 
@@ -98,7 +69,7 @@ def nvidia_device_plugin_missing(scope: Scope):
         return
     for template in scope.pod_templates:
         if template.request(GPU) > 0:
-            yield Finding("nvidia-device-plugin-missing", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests nvidia.com/gpu, which nothing in this environment advertises",
                           (*template.containers[0].path, "resources"))
 
@@ -117,7 +88,7 @@ def worker_resources_unset(scope: Scope):
         container = template.containers[0]
         missing = [r for r in ("cpu", "memory") if container.request(r) <= 0]
         if missing:
-            yield Finding("worker-resources-unset", template.owner,
+            yield Finding(template.owner,
                           f"{template.container_label(container)} requests no {' or '.join(missing)}",
                           (*container.path, "resources"))
 
@@ -153,7 +124,7 @@ def pod_request_exceeds_node(scope: Scope):
             if not wanted or not capacities or None in capacities or wanted <= max(capacities):
                 continue
             sizes = ", ".join(f"{g.describe()} has {_amount(resource, c)}" for g, c in zip(groups, capacities))
-            yield Finding("pod-request-exceeds-node", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} requests {_amount(resource, wanted)} but {sizes}",
                           (*template.containers[0].path, "resources"))
 
@@ -179,7 +150,7 @@ def shm_not_memory_backed(scope: Scope):
             continue
         container = next(c for c in template.containers if c.request(GPU) > 0)
         if not _memory_backed_shm(template, container):
-            yield Finding("shm-not-memory-backed", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} uses {plural(template.request(GPU), 'GPU')} without a memory-backed /dev/shm",
                           (*container.path, "volumeMounts"))
 
@@ -197,15 +168,14 @@ def device_plugin_duplicate(scope: Scope):
             (NVIDIA_PLUGIN, "nvidia-device-plugin-daemonset", GPU, gpu_groups(scope)),
             (EFA_PLUGIN, "aws-efa-k8s-device-plugin-daemonset", EFA, efa_groups(scope))):
         daemonsets = [t.owner for t in plugin_daemonsets(scope, markers)]
-        releases = [m for m in scope.objects if m.kind == "HelmRelease"
-                    and any(mark in chart for chart in _charts(m) for mark in markers)]
+        releases = plugin_releases(scope, markers)
         plugins = daemonsets + releases
         others = [m for m in plugins if (m.kind, m.namespace, m.name) != ("DaemonSet", "kube-system", eksctl_name)]
         if len(plugins) > 1:
             for manifest in plugins[1:]:
-                yield Finding("device-plugin-duplicate", manifest,
+                yield Finding(manifest,
                               f"{plural(len(plugins), 'device plugin')} for {resource} in this environment", ())
         elif others and groups:
-            yield Finding("device-plugin-duplicate", others[0],
+            yield Finding(others[0],
                           f"{others[0].resource} runs next to the kube-system/{eksctl_name} that eksctl "
                           f"installs; both advertise {resource}", ("metadata", "name"))

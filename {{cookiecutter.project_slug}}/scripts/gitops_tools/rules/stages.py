@@ -1,5 +1,5 @@
 """Rules whose findings come from a pipeline stage rather than a check function: yamllint on the
-sources, and the schema check of every rendered object."""
+sources, and the schema check of every rendered object (the runner's own rule-failed is in the registry)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,3 @@ SCHEMA_MISSING = stage_rule(
     docs="""An object validate cannot check is reported, never passed silently. Custom resources get their
     schema from platform.yaml's pinned CRDs or from a CustomResourceDefinition in the rendered output. A
     built-in kind whose API version is removed is reported by removed-api instead.""")
-
-RULE_FAILED = stage_rule(
-    "rule-failed", "error", "runner", category="Sources and schemas",
-    description="A rule could not finish on the input, so what it checks is unknown",
-    remediation="Fix the schema findings of the same objects first; if there are none, report the message as a "
-                "bug of validate.",
-    docs="""A rule that stops on input it does not expect (usually an object the schema check already
-    rejects) is not silently passed: the run fails with this finding, and the note names the rule.""")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import fsx
-from .model import Scope, mapping, plural, quantity, sequence
+from ..model import Scope, mapping, plural, quantity, sequence
 from .registry import Finding, category
 
 rule = category("FSx for Lustre")
@@ -43,7 +43,7 @@ def storage_class_missing(scope: Scope):
     for claim in claims(scope):
         name = mapping(claim.doc, "spec").get("storageClassName")
         if name and name not in known and name not in _CLUSTER_STORAGE_CLASSES:
-            yield Finding("storage-class-missing", claim, f"StorageClass {name!r} is not defined in this environment",
+            yield Finding(claim, f"StorageClass {name!r} is not defined in this environment",
                           ("spec", "storageClassName"))
 
 
@@ -79,7 +79,7 @@ def fsx_storage_class_invalid(scope: Scope):
             problems.append(("driveCacheType", "HDD storage needs driveCacheType NONE or READ"))
         problems.extend(_lustre_version_problems(params, deployment))
         for key, message in problems:
-            yield Finding("fsx-storage-class-invalid", storage_class, message, ("parameters", key))
+            yield Finding(storage_class, message, ("parameters", key))
 
 
 def _lustre_version_problems(params: dict, deployment: str) -> list[tuple[str, str]]:
@@ -121,7 +121,7 @@ def fsx_throughput_invalid(scope: Scope):
         else:
             message = None
         if message:
-            yield Finding("fsx-throughput-invalid", storage_class, message, ("parameters", "perUnitStorageThroughput"))
+            yield Finding(storage_class, message, ("parameters", "perUnitStorageThroughput"))
 
 
 @rule("fsx-s3-link-invalid", "error",
@@ -150,7 +150,7 @@ def fsx_s3_link_invalid(scope: Scope):
         if imported and exported and fsx.s3_bucket(imported) and fsx.s3_bucket(exported) != fsx.s3_bucket(imported):
             problems.append(("s3ExportPath", f"s3ExportPath {exported} is not in the import bucket {fsx.s3_bucket(imported)}"))
         for key, message in problems:
-            yield Finding("fsx-s3-link-invalid", storage_class, message, ("parameters", key))
+            yield Finding(storage_class, message, ("parameters", key))
 
 
 def _gib(value) -> float | None:
@@ -180,7 +180,7 @@ def fsx_capacity_invalid(scope: Scope):
             error = fsx.capacity_error(_deployment_type(params), int(size), params.get("storageType", "SSD"),
                                        int(throughput) if throughput.isdigit() else None)
         if error:
-            yield Finding("fsx-capacity-invalid", claim, f"storage {requested}: {error}",
+            yield Finding(claim, f"storage {requested}: {error}",
                           ("spec", "resources", "requests", "storage"))
 
 
@@ -206,7 +206,7 @@ def claim_not_read_write_many(scope: Scope):
         modes = [str(m) for m in sequence(claim.doc, "spec", "accessModes")]
         if pods > 1 and "ReadWriteMany" not in modes:
             names = ", ".join(sorted({t.full_label for t, _ in mounts}))
-            yield Finding("claim-not-read-write-many", claim,
+            yield Finding(claim,
                           f"{plural(pods, 'pod')} ({names}) mount it but accessModes is {modes or 'unset'}",
                           ("spec", "accessModes"))
 
@@ -227,7 +227,7 @@ def claim_not_in_pod_namespace(scope: Scope):
             continue
         where = f"it is in {', '.join(sorted(found))}" if found else "no claim of that name exists"
         for template, path in mounts:
-            yield Finding("claim-not-in-pod-namespace", template.owner,
+            yield Finding(template.owner,
                           f"{template.label} in namespace {namespace} mounts claim {name}, but {where}", path)
 
 
@@ -245,7 +245,7 @@ def fsx_reclaim_delete_in_production(scope: Scope):
     for storage_class in fsx_classes(scope):
         policy = storage_class.doc.get("reclaimPolicy") or "Delete"
         if policy == "Delete":
-            yield Finding("fsx-reclaim-delete-in-production", storage_class,
+            yield Finding(storage_class,
                           f"StorageClass {storage_class.name} has reclaimPolicy Delete"
                           f"{'' if 'reclaimPolicy' in storage_class.doc else ' (the default)'}: deleting a claim "
                           "deletes its file system", ("reclaimPolicy",) if "reclaimPolicy" in storage_class.doc else ())

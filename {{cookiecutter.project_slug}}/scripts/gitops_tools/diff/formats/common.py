@@ -69,7 +69,7 @@ def grouped_notices(report: Report) -> list[tuple[str, Notice]]:
     groups: dict[tuple, list[str]] = {}
     first: dict[tuple, Notice] = {}
     for env_name, notice in report.notices:
-        key = (notice.severity, notice.resource, notice.title, notice.message)
+        key = (notice.id, notice.severity, notice.resource, notice.title, notice.message)
         groups.setdefault(key, []).append(env_name)
         first.setdefault(key, notice)
     return [(", ".join(names), first[key]) for key, names in groups.items()]

@@ -33,8 +33,8 @@ def _environment(env: EnvironmentDiff) -> dict:
         "counts": {status: env.count(status) for status in (ADDED, CHANGED, REMOVED)},
         "mpijob_gpus": _figure(env.mpijob_gpus),
         "gpu_capacity": _figure(env.gpu_capacity),
-        "notices": [{"severity": n.severity, "resource": n.resource, "title": n.title, "message": n.message}
-                    for n in env.notices],
+        "notices": [{"id": n.id, "severity": n.severity, "resource": n.resource, "title": n.title,
+                     "message": n.message} for n in env.notices],
         "objects": [_object(change) for change in env.changes],
     }
 

@@ -48,7 +48,8 @@ def _summary(report: Report, max_chars: int) -> str:
               "maxSize x GPUs per instance over the eksctl node groups.</sub>"]
     if report.notices:
         items = [f"- {_ICONS[notice.severity]} **{env_name}** · `{notice.resource}` · "
-                 f"**{notice.title}**: {notice.message}" for env_name, notice in grouped_notices(report)]
+                 f"**{notice.title}**: {notice.message} <sub>{notice.id}</sub>"
+                 for env_name, notice in grouped_notices(report)]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")
     return "\n".join(lines) + "\n\n"
 

@@ -30,7 +30,7 @@ def render(report: Report, color: bool = False) -> str:
         for env_name, notice in grouped_notices(report):
             style = "red" if notice.severity == DANGER else "yellow" if notice.severity == WARNING else "dim"
             lines.append(f"  {paint(notice.severity.upper(), style)} {env_name}: {notice.resource}: "
-                         f"{notice.title}. {notice.message}")
+                         f"{notice.title}. {notice.message} [{notice.id}]")
 
     for env in report.changed:
         lines += ["", paint(f"=== {env_title(env)}: {counts(env)}", "bold")]

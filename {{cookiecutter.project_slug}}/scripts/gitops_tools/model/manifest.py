@@ -1,4 +1,4 @@
-"""The object model shared by render, validate and diff.
+"""Parsed manifests and what a render makes of a repository.
 
 A render turns a repository into `Environment`s; each holds the Flux Kustomizations found in
 `clusters/<env>/`, the objects each of them applies, and the eksctl ClusterConfig.
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from .errors import InputError
+from ..errors import InputError
+from .kinds import LOCAL_CONFIG_ANNOTATION
 
 # libyaml's loader, where PyYAML was built with it, parses about ten times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,6 +38,10 @@ class Manifest:
         return str(self.doc.get("kind", ""))
 
     @property
+    def group_kind(self) -> tuple[str, str]:
+        return self.group, self.kind
+
+    @property
     def metadata(self) -> dict:
         """metadata, or {} when it is missing or not a mapping (the schema check reports that)."""
         value = self.doc.get("metadata")
@@ -59,6 +64,16 @@ class Manifest:
     def annotations(self) -> dict:
         value = self.metadata.get("annotations")
         return value if isinstance(value, dict) else {}
+
+    @property
+    def labels(self) -> dict:
+        value = self.metadata.get("labels")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def local_config(self) -> bool:
+        """Read by kustomize (a replacement's source, say) but never emitted or applied."""
+        return str(self.annotations.get(LOCAL_CONFIG_ANNOTATION, "")).lower() == "true"
 
 
 @dataclass

@@ -9,14 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from .locate import Locator
-from .rules import CONTEXTS, REGISTRY, Finding, Rule, all_rules
-from .rules.hygiene import SUPPRESSION_PREFIX
-from .rules.stages import RULE_FAILED
-from .rules.model import Scope
-
-DEBUG_VARIABLE = "GITOPS_DEBUG"   # set to 1 to let a failing rule raise (tests do)
-
+from ..errors import DEBUG_VARIABLE
+from ..locate import Locator
+from ..model import Scope
+from ..rules.registry import CONTEXTS, REGISTRY, RULE_FAILED, SUPPRESSION_PREFIX, Finding, Rule, all_rules
 
 @dataclass
 class Reported:
@@ -64,14 +60,14 @@ def check_scope(scope: Scope, rules: list[Rule] | None = None) -> tuple[list[Fin
             skipped.setdefault(absent[0], []).append(rule.id)
             continue
         try:
-            findings.extend(rule.check(scope))
+            findings.extend(rule.run(scope))
         except Exception as error:  # malformed input the schema stage reports; never a traceback
             if os.environ.get(DEBUG_VARIABLE):
                 raise
             notes.append(f"{label}: rule {rule.id} could not finish ({type(error).__name__}: {error}); "
                          "fix the schema findings first")
-            findings.append(Finding(RULE_FAILED.id, None, f"rule {rule.id} could not finish on {label}: "
-                                    f"{type(error).__name__}: {error}"))
+            findings.append(RULE_FAILED.finding(None, f"rule {rule.id} could not finish on {label}: "
+                                                f"{type(error).__name__}: {error}"))
     for context, ids in skipped.items():
         notes.append(f"{label}: skipped {len(ids)} rule{'s' if len(ids) > 1 else ''} that need{'' if len(ids) > 1 else 's'} "
                      f"{CONTEXTS[context]}: {', '.join(ids)}")
@@ -105,7 +101,7 @@ def settle(scope: Scope, findings: list[Finding], locator: Locator, result: Resu
             path=".".join(str(p) for p in finding.path),
         )
         reason = ""
-        if manifest is not None and rule.id != "suppression-invalid":
+        if manifest is not None and rule.suppressible:
             reason = str(manifest.annotations.get(SUPPRESSION_PREFIX + rule.id) or "").strip()
         if reason:
             reported.reason = reason

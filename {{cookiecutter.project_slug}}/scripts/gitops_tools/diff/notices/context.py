@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifests import Environment, FluxKustomization, Manifest
-from ..rules.model import mapping, quantity
-from .model import DANGER, WARNING, ObjectChange
+from ...model import STORAGE_CLASS, Environment, FluxKustomization, Manifest, mapping, quantity
+from ..model import DANGER, WARNING, ObjectChange
 
 FSX_PROVISIONER = "fsx.csi.aws.com"
 FLUX = "kustomize.toolkit.fluxcd.io"
@@ -19,9 +18,6 @@ NOT_PRUNED = ((f"{FLUX}/prune", "disabled"), (f"{FLUX}/reconcile", "disabled"))
 NOT_APPLIED = ((f"{FLUX}/reconcile", "disabled"), (f"{FLUX}/ssa", "Ignore"))
 CREATED_ONLY = ((f"{FLUX}/ssa", "IfNotPresent"),)  # applied when missing, never updated
 FORCED = ((FORCE_ANNOTATION, "enabled"),)  # re-created when a field cannot change in place
-STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
-PVC = ("", "PersistentVolumeClaim")
-NAMESPACE = ("", "Namespace")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Edit a kustomization.yaml a person may have written: only the change differs afterwards.
+"""Edit a YAML file a person may have written (a kustomization.yaml, a manifest): only the change differs afterwards.
 
 ruamel.yaml keeps comments, key order and quotes, but drops what comes before the document
 start and re-indents sequences to its own settings; so the preamble (comments up to and
@@ -13,6 +13,8 @@ from typing import Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.util import load_yaml_guess_indent
+
+from ..errors import InputError
 
 
 def split_preamble(text: str) -> tuple[str, str]:
@@ -40,9 +42,13 @@ def mapping_indent(text: str) -> int:
     return 2
 
 
-def edit(path: Path, change: Callable[[dict], None]) -> None:
-    """Load `path`, let `change` modify the document in place, write it back in the file's own style."""
-    preamble, body = split_preamble(path.read_text())
+def edited(path: Path, change: Callable[[dict], None]) -> str:
+    """The text of `path` after `change` modified its document in place, in the file's own style."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror}") from None
+    preamble, body = split_preamble(text)
     round_trip = YAML()
     round_trip.preserve_quotes = True
     round_trip.width = 4096   # never re-wrap a long line
@@ -53,7 +59,12 @@ def edit(path: Path, change: Callable[[dict], None]) -> None:
     change(data)
     buffer = io.StringIO()
     round_trip.dump(data, buffer)
-    path.write_text(preamble + buffer.getvalue())
+    return preamble + buffer.getvalue()
+
+
+def edit(path: Path, change: Callable[[dict], None]) -> None:
+    """Load `path`, let `change` modify the document in place, write it back in the file's own style."""
+    path.write_text(edited(path, change))
 
 
 def append_new(sequence: list, item) -> None:

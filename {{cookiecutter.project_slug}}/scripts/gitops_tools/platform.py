@@ -19,6 +19,16 @@ def load(root: Path) -> dict:
         raise InputError(f"{path}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise InputError(f"{path}: invalid YAML: {str(error).splitlines()[0]}") from None
-    if not isinstance(settings.get("schemas"), dict):
+    if not isinstance(settings, dict) or not isinstance(settings.get("schemas"), dict):
         raise InputError(f"{path}: no 'schemas' mapping")
     return settings
+
+
+def new_environment_defaults(root: Path) -> dict:
+    """cluster_name_prefix, region and availability_zone for scripts/new-environment."""
+    path = root / FILE
+    defaults = load(root).get("new_environment")
+    keys = ("cluster_name_prefix", "region", "availability_zone")
+    if not isinstance(defaults, dict) or any(not isinstance(defaults.get(k), str) or not defaults[k] for k in keys):
+        raise InputError(f"{path}: new_environment needs {', '.join(keys)} (the template writes them)")
+    return {k: defaults[k] for k in keys}

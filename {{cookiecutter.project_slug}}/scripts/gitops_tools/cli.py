@@ -1,0 +1,96 @@
+"""One command-line convention for every verb of scripts/ (render, validate, diff, new-environment,
+new-job):
+
+- an error is one line on stderr, `<verb>: <message>`, and never a traceback;
+- usage and input errors exit 2, argparse's own included; Ctrl-C (and SIGTERM or SIGHUP, which
+  unwind the same way so temporary files and worktrees are removed) exits 130 with one line;
+- a bug in the tools is one line too, `<verb>: internal error: ...`, exit 2, unless GITOPS_DEBUG=1
+  asks for the traceback;
+- a reader that goes away (`scripts/validate | head`) ends the verb quietly.
+
+A verb's module defines `main(argv) -> int` as `run(VERB, body, argv)` and, at the bottom,
+`if __name__ == "__main__": exit_with(main)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Callable
+
+from .errors import DEBUG_VARIABLE, InputError
+
+USAGE_OR_INPUT = 2
+INTERRUPTED = 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (`<verb>: <message> (see --help)`, exit 2) instead of usage
+    text plus message."""
+
+    def error(self, message: str):
+        raise InputError(f"{message} (see --help)")
+
+
+def say(verb: str, message: str) -> None:
+    """One line on stderr, whatever the message holds."""
+    print(f"{verb}: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _silence_stdout() -> None:
+    """The reader went away: send whatever is still buffered nowhere."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def run(verb: str, body: Callable[..., int], *args) -> int:
+    """body(*args), with every way out turned into the convention's exit status and one line."""
+    previous = {}
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[number] = signal.signal(number, _terminate)
+        except ValueError:  # not the main thread: leave signals to it
+            break
+    try:
+        return body(*args)
+    except InputError as error:
+        say(verb, str(error))
+        return USAGE_OR_INPUT
+    except KeyboardInterrupt:
+        say(verb, "interrupted")
+        return INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except ModuleNotFoundError as error:  # `make setup` did not finish
+        say(verb, f"the tooling environment lacks the Python package {error.name}; run 'make setup'")
+        return USAGE_OR_INPUT
+    except Exception as error:  # a bug must not pass for findings (exit 1) nor print a traceback
+        if os.environ.get(DEBUG_VARIABLE):
+            raise
+        say(verb, f"internal error: {type(error).__name__}: {error} (set {DEBUG_VARIABLE}=1 for the traceback)")
+        return USAGE_OR_INPUT
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def exit_with(main: Callable[[list[str] | None], int]) -> None:
+    """The process's end: main's status, after flushing what it printed."""
+    try:
+        code = main(None)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = 1
+    except KeyboardInterrupt:  # between main's return and the flush
+        code = INTERRUPTED
+    sys.exit(code)

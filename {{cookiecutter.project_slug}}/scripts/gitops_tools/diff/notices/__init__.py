@@ -1,0 +1,26 @@
+"""What applying an environment's changes does beyond the diff: a catalogue of notices
+(catalogue.py), made by pure functions of the two renders. inplace.py: changes that cannot apply
+to an existing object; deletions.py: removed and moved objects; environment.py: a new or removed
+environment, and more GPUs asked for than the node groups hold. context.py is what they read."""
+
+from __future__ import annotations
+
+from ..model import CHANGED, REMOVED, Figure, Notice
+from . import deletions, environment, inplace
+from .catalogue import CATALOGUE, NoticeKind, all_kinds
+from .context import Context
+
+__all__ = ["CATALOGUE", "Context", "NoticeKind", "all_kinds", "notices"]
+
+
+def notices(context: Context, gpus: Figure, nodes: Figure) -> list[Notice]:
+    found = environment.environment_level(context)
+    for change in context.changes:
+        if change.status == CHANGED:
+            found.extend(deletions.moved(change, context))
+            found.extend(inplace.notices(change, context))
+        elif change.status == REMOVED:
+            found.extend(deletions.removed(change, context))
+    found.extend(deletions.orphans(context))
+    found.extend(environment.capacity(context, gpus, nodes))
+    return found

@@ -1,0 +1,64 @@
+"""Reading fields of parsed objects that may be malformed: never raise on a wrong type, treat it
+as absent (the schema check reports the object), and Kubernetes quantities as numbers."""
+
+from __future__ import annotations
+
+import re
+
+
+def mapping(value, *keys) -> dict:
+    """value[k1][k2]... as a dict, {} where any step is missing or not a mapping."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(value, *keys) -> list:
+    """value[k1][k2]... as a list, [] where any step is missing or not a list."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def integer(value, default: int) -> int:
+    """`value` when it is an int (not a bool), else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?|[+-]?\.\d+)(?:[eE]([+-]?\d+))?([a-zA-Z]*)$")
+_FACTORS = {
+    "": 1,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def quantity(value) -> float | None:
+    """A Kubernetes resource quantity ("500m", "2", "864Gi") as a number; None when malformed."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = _QUANTITY.match(str(value).strip())
+    if not match or match.group(3) not in _FACTORS:
+        return None
+    number = float(match.group(1)) * (10 ** int(match.group(2)) if match.group(2) else 1)
+    return number * _FACTORS[match.group(3)]
+
+
+def plural(count: int | float, word: str) -> str:
+    count = int(count) if float(count).is_integer() else count
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -1,0 +1,144 @@
+"""Pod templates and containers, wherever a workload kind keeps them, with their resource requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from .fields import integer, mapping, quantity, sequence
+from .kinds import MPIJOB
+from .manifest import Manifest
+
+# Where each workload kind keeps its pod spec, and how many pods it makes at once.
+_TEMPLATE_PATHS = {
+    ("", "Pod"): ("spec",),
+    ("apps", "Deployment"): ("spec", "template", "spec"),
+    ("apps", "StatefulSet"): ("spec", "template", "spec"),
+    ("apps", "ReplicaSet"): ("spec", "template", "spec"),
+    ("apps", "DaemonSet"): ("spec", "template", "spec"),
+    ("batch", "Job"): ("spec", "template", "spec"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+@dataclass
+class Container:
+    spec: dict
+    path: tuple          # inside the owning object
+    init: bool = False
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.get("name", ""))
+
+    def request(self, resource: str) -> float:
+        """The effective request: requests, else limits (Kubernetes copies limits into
+        requests when only limits are set)."""
+        for section in ("requests", "limits"):
+            value = mapping(self.spec, "resources", section).get(resource)
+            if value is not None:
+                return quantity(value) or 0.0
+        return 0.0
+
+    def has(self, section: str, resource: str) -> bool:
+        return resource in mapping(self.spec, "resources", section)
+
+    @property
+    def argv(self) -> list[str]:
+        return [str(a) for a in sequence(self.spec, "command") + sequence(self.spec, "args")]
+
+    def argv_path(self, index: int) -> tuple:
+        """The field path of argv[index] (command first, then args)."""
+        command = sequence(self.spec, "command")
+        if index < len(command):
+            return (*self.path, "command", index)
+        return (*self.path, "args", index - len(command))
+
+    @property
+    def env(self) -> list[dict]:
+        return [e for e in sequence(self.spec, "env") if isinstance(e, dict)]
+
+
+@dataclass
+class PodTemplate:
+    owner: Manifest
+    role: str           # MPIJob replica type ("Launcher", "Worker"), "" for other workloads
+    replicas: int | None  # pods made from it at once; None for a DaemonSet (one per node)
+    spec: dict
+    path: tuple         # of the pod spec inside the owner
+
+    @property
+    def label(self) -> str:
+        """How messages name these pods; the report already names the object."""
+        return f"{self.role} pod" if self.role else "pod"
+
+    @property
+    def full_label(self) -> str:
+        return f"{self.owner.kind}/{self.owner.name}" + (f" {self.role}" if self.role else "")
+
+    def container_label(self, container: "Container") -> str:
+        return f"{self.role + ' ' if self.role else ''}container {container.name}"
+
+    @cached_property
+    def containers(self) -> list[Container]:
+        return [Container(c, (*self.path, "containers", i)) for i, c in enumerate(sequence(self.spec, "containers"))
+                if isinstance(c, dict)]
+
+    @cached_property
+    def init_containers(self) -> list[Container]:
+        return [Container(c, (*self.path, "initContainers", i), init=True)
+                for i, c in enumerate(sequence(self.spec, "initContainers")) if isinstance(c, dict)]
+
+    def request(self, resource: str) -> float:
+        """Total over the (app) containers: what the scheduler must find on one node."""
+        return sum(c.request(resource) for c in self.containers)
+
+    @property
+    def tolerations(self) -> list[dict]:
+        return [t for t in sequence(self.spec, "tolerations") if isinstance(t, dict)]
+
+    @property
+    def node_selector(self) -> dict:
+        return mapping(self.spec, "nodeSelector")
+
+    @property
+    def required_terms(self) -> list[dict]:
+        return [t for t in sequence(mapping(self.spec, "affinity", "nodeAffinity",
+                                            "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms")
+                if isinstance(t, dict)]
+
+    @property
+    def volumes(self) -> dict[str, tuple[int, dict]]:
+        return {str(v.get("name")): (i, v) for i, v in enumerate(sequence(self.spec, "volumes")) if isinstance(v, dict)}
+
+    def claims(self) -> list[tuple[str, tuple]]:
+        """(claimName, field path) of each PersistentVolumeClaim volume."""
+        return [(str(v["persistentVolumeClaim"]["claimName"]),
+                 (*self.path, "volumes", i, "persistentVolumeClaim", "claimName"))
+                for i, v in self.volumes.values()
+                if mapping(v, "persistentVolumeClaim").get("claimName")]
+
+
+def pod_templates(manifest: Manifest) -> list[PodTemplate]:
+    if (manifest.group, manifest.kind) == MPIJOB:
+        found = []
+        for role, replica_spec in mapping(manifest.doc, "spec", "mpiReplicaSpecs").items():
+            if isinstance(replica_spec, dict):
+                replicas = integer(replica_spec.get("replicas"), 1 if role == "Launcher" else 0)
+                found.append(PodTemplate(manifest, str(role), replicas, mapping(replica_spec, "template", "spec"),
+                                         ("spec", "mpiReplicaSpecs", role, "template", "spec")))
+        return found
+    path = _TEMPLATE_PATHS.get((manifest.group, manifest.kind))
+    if path is None:
+        return []
+    spec = mapping(manifest.doc, *path)
+    if manifest.kind == "DaemonSet":
+        replicas = None
+    elif manifest.kind in ("Job", "CronJob"):
+        job = mapping(manifest.doc, "spec") if manifest.kind == "Job" else mapping(manifest.doc, "spec", "jobTemplate", "spec")
+        replicas = integer(job.get("parallelism"), 1)
+    elif manifest.kind == "Pod":
+        replicas = 1
+    else:
+        replicas = integer(mapping(manifest.doc, "spec").get("replicas"), 1)
+    return [PodTemplate(manifest, "", replicas, spec, path)]
