@@ -7,12 +7,13 @@ DEMO_DIR ?= demo
 # TensorFlow + Horovod for the trainer tests, kept outside the template folder so bakes stay small.
 TRAINER_VENV ?= $(abspath .venv-trainer)
 
-.PHONY: help setup demo test test-fast sync-catalog bench clean
+.PHONY: help setup demo lint format test bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
-	@echo "make test          everything: template bakes, generated repositories' checks, trainer tests"
-	@echo "make sync-catalog  rewrite cookiecutter.json's instance choices from the catalogue"
+	@echo "make lint          ruff check and ruff format --check over all Python (template and generated code)"
+	@echo "make format        ruff format and the safe ruff fixes"
+	@echo "make test          lint, then everything: template bakes, generated repositories' checks, trainer tests"
 	@echo "make bench         validate and diff on a 24-environment fleet vs kustomize alone; trainer samples/s"
 
 $(BIN)/.installed: requirements-dev.txt
@@ -26,16 +27,21 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
-test: setup
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)
-
-sync-catalog:
-	$(PYTHON) tools/sync_catalog.py
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

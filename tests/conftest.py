@@ -15,7 +15,7 @@ TEMPLATE = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(PACKAGE_DIR))
 
-from gitops_tools import render, schemas, settings  # noqa: E402
+from gitops_tools import platform, render, schemas  # noqa: E402
 
 SCHEMA_DIR = Path(os.environ.get("GITOPS_SCHEMA_DIR") or TEMPLATE.parent / "shared" / "schemas")
 
@@ -30,8 +30,16 @@ def clean_copy(source: Path, destination: Path) -> Path:
     virtual environments, caches and demo output never reach a bake."""
     if not (source / ".git").exists():
         return source
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=source, check=True, capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=source,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         path = source / name
         if path.is_file():
@@ -88,5 +96,5 @@ def bake_factory(tmp_path_factory, template):
 
 @pytest.fixture(scope="session")
 def schema_checker(bake_factory):
-    sources = settings.load(bake_factory("default").path)["schemas"]
+    sources = platform.load(bake_factory("default").path)["schemas"]
     return schemas.SchemaChecker(schemas.SchemaStore(sources, schema_dir=SCHEMA_DIR))

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import TEMPLATE
 from gitops_tools import catalog
 
@@ -20,15 +21,27 @@ MATRIX = {
     "default": {},
     "g5-12xlarge-efa-off-1.33": {"gpu_instance_type": "g5.12xlarge", "efa": "off", "kubernetes_version": "1.33"},
     "g6-48xlarge-efa-on-persistent2": {
-        "gpu_instance_type": "g6.48xlarge", "efa": "on", "gpu_node_count": "4",
-        "fsx_deployment_type": "PERSISTENT_2", "fsx_capacity_gib": "2400"},
+        "gpu_instance_type": "g6.48xlarge",
+        "efa": "on",
+        "gpu_node_count": "4",
+        "fsx_deployment_type": "PERSISTENT_2",
+        "fsx_capacity_gib": "2400",
+    },
     "p5-48xlarge-1.35-persistent1-s3": {
-        "gpu_instance_type": "p5.48xlarge", "kubernetes_version": "1.35", "fsx_deployment_type": "PERSISTENT_1",
-        "fsx_s3_import_path": "s3://training-data-bucket/imagenet", "aws_region": "us-east-1",
-        "availability_zone": "us-east-1d"},
+        "gpu_instance_type": "p5.48xlarge",
+        "kubernetes_version": "1.35",
+        "fsx_deployment_type": "PERSISTENT_1",
+        "fsx_s3_import_path": "s3://training-data-bucket/imagenet",
+        "aws_region": "us-east-1",
+        "availability_zone": "us-east-1d",
+    },
     "g5-xlarge-auto-no-efa-scratch1": {
-        "gpu_instance_type": "g5.xlarge", "gpu_node_count": "1", "fsx_deployment_type": "SCRATCH_1",
-        "fsx_capacity_gib": "3600", "kubernetes_version": "1.32"},
+        "gpu_instance_type": "g5.xlarge",
+        "gpu_node_count": "1",
+        "fsx_deployment_type": "SCRATCH_1",
+        "fsx_capacity_gib": "3600",
+        "kubernetes_version": "1.32",
+    },
     "p4d-scratch2-s3": {"project_name": "Vision Team", "fsx_s3_import_path": "s3://vision-data"},
 }
 DEFAULTS = json.loads((TEMPLATE / "cookiecutter.json").read_text())
@@ -55,8 +68,14 @@ def worker(mpijob: dict) -> dict:
     return mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
 
 
-def launcher_args(mpijob: dict) -> list[str]:
-    return mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"]
+def launcher_argv(mpijob: dict) -> list[str]:
+    """The launcher's whole command line: mpirun and its options, then the program and its flags."""
+    launcher = next(
+        c
+        for c in mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+        if c["name"] == "launcher"
+    )
+    return launcher["command"] + launcher["args"]
 
 
 def gpu_group(cluster_config: dict) -> dict:
@@ -76,8 +95,12 @@ def test_no_template_syntax_survives(case):
 
 def test_yamllint_clean_with_generated_config(case):
     bake, _ = case
-    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-f", "parsable", "."],
-                            cwd=bake.path, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "yamllint", "--strict", "-f", "parsable", "."],
+        cwd=bake.path,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -104,7 +127,7 @@ def test_workers_fill_gpu_nodes(case, env):
     assert container["resources"]["limits"]["nvidia.com/gpu"] == instance.gpus
     assert container["resources"]["requests"]["nvidia.com/gpu"] == instance.gpus
     assert worker(mpijob)["replicas"] == nodes
-    args = launcher_args(mpijob)
+    args = launcher_argv(mpijob)
     assert args[args.index("-np") + 1] == str(nodes * instance.gpus)
     launcher = mpijob["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in str(launcher.get("resources"))
@@ -121,11 +144,12 @@ def test_efa_where_chosen(case, env):
     group = gpu_group(bake.cluster_config(env))
     assert group["efaEnabled"] is on
     assert len(group["availabilityZones"]) == 1
-    assert group["availabilityZones"] == [answer(options, "availability_zone") if "availability_zone" in options
-                                          else answer(options, "aws_region") + "a"]
+    assert group["availabilityZones"] == [
+        answer(options, "availability_zone") if "availability_zone" in options else answer(options, "aws_region") + "a"
+    ]
     resources = worker(bake.one(env, "MPIJob"))["template"]["spec"]["containers"][0]["resources"]
     daemonsets = {d["metadata"]["name"] for d in bake.objects(env, "DaemonSet")}
-    args = launcher_args(bake.one(env, "MPIJob"))
+    args = launcher_argv(bake.one(env, "MPIJob"))
     if on:
         assert resources["limits"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
         assert resources["requests"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
@@ -217,6 +241,62 @@ def test_flux_never_sees_cluster_config_or_trainer(case):
     assert "/*" in lines and "!/clusters/" in lines and "!/overlays/" in lines
     assert "/overlays/*/eksctl/" in lines and "/overlays/base/eksctl/" in lines
     assert "!/trainer/" not in lines
+
+
+# Every answer that shapes an environment differs from the default bake here.
+OTHER_ENVIRONMENT_ANSWERS = {
+    "gpu_instance_type": "g6.48xlarge",
+    "gpu_node_count": "4",
+    "efa": "off",
+    "fsx_deployment_type": "PERSISTENT_1",
+    "fsx_capacity_gib": "2400",
+    "fsx_s3_import_path": "s3://other-bucket/data",
+}
+
+
+def tree(folder) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_bases_carry_no_environments_values(bake_factory):
+    """Two bakes whose environment answers all differ have byte-identical overlays/base trees: every
+    per-environment value is in overlays/<env>/settings.yaml, written by the generator."""
+    default = bake_factory("default")
+    other = bake_factory("other-environment-answers", **OTHER_ENVIRONMENT_ANSWERS)
+    assert tree(default.path / "overlays" / "base") == tree(other.path / "overlays" / "base")
+    assert (default.path / "overlays/prod/settings.yaml").read_bytes() != (
+        other.path / "overlays/prod/settings.yaml"
+    ).read_bytes()
+    assert gpu_group(other.cluster_config("prod"))["instanceType"] == "g6.48xlarge"
+
+
+def test_readme_rows_come_from_the_environment_generator(bake_factory):
+    from gitops_tools.generate import template
+    from gitops_tools.generate.environment import readme_row
+
+    bake = bake_factory("other-environment-answers", **OTHER_ENVIRONMENT_ANSWERS)
+    answers = json.loads((bake.path / ".cruft.json").read_text())["context"]["cookiecutter"]
+    rows = [line for line in (bake.path / "README.md").read_text().splitlines() if line.startswith("| `")]
+    assert rows == [readme_row(spec) for spec in template.environments(answers)]
+    assert rows[1].startswith("| `prod` | ")
+    assert "4 x g6.48xlarge (8 GPUs each) | off | PERSISTENT_1, 2400 GiB, imports s3://other-bucket/data" in rows[1]
+
+
+def test_only_the_environment_that_imports_from_s3_may_list_the_bucket(bake_factory):
+    bake = bake_factory("other-environment-answers", **OTHER_ENVIRONMENT_ANSWERS)
+    policies = {
+        env: bake.cluster_config(env)["iam"]["podIdentityAssociations"][0].get("permissionPolicy") for env in ENVS
+    }
+    assert policies["dev"] is None
+    assert policies["prod"]["Statement"] == [
+        {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": ["arn:aws:s3:::other-bucket"]}
+    ]
+
+
+def test_environment_settings_are_never_rendered(case):
+    bake, _ = case
+    for env in ENVS:
+        assert not [m for m in bake.environments[env].objects if m.kind == "EnvironmentSettings"]
 
 
 def test_answers_recorded_for_cruft(case):

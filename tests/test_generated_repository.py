@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import SCHEMA_DIR
 
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
@@ -17,8 +18,13 @@ COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, template) -> Path:
     out = tmp_path_factory.mktemp("user")
-    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=x"],
-                   check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=x"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return out / "x"
 
 
@@ -50,8 +56,12 @@ def test_own_test_suite_passes(project):
 
 
 def test_render_refuses_without_setup(template, tmp_path):
-    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(tmp_path), "project_slug=y"],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [str(COOKIECUTTER), "--no-input", str(template), "-o", str(tmp_path), "project_slug=y"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {k: v for k, v in os.environ.items() if k != "GITOPS_PYTHON"}
     result = subprocess.run(["scripts/render"], cwd=tmp_path / "y", env=env, capture_output=True, text=True)
     assert result.returncode == 2

@@ -27,14 +27,20 @@ BAD_ANSWERS = {
     "nodes-not-a-number": ({"gpu_node_count": "two"}, "gpu_node_count"),
     "fsx-unknown-deployment-type": ({"fsx_deployment_type": "SCRATCH_3"}, "fsx_deployment_type"),
     "fsx-capacity-invalid-for-scratch2": ({"fsx_capacity_gib": "3600"}, "fsx_capacity_gib"),
-    "fsx-capacity-invalid-for-scratch1": ({"fsx_deployment_type": "SCRATCH_1", "fsx_capacity_gib": "4800"},
-                                          "fsx_capacity_gib"),
+    "fsx-capacity-invalid-for-scratch1": (
+        {"fsx_deployment_type": "SCRATCH_1", "fsx_capacity_gib": "4800"},
+        "fsx_capacity_gib",
+    ),
     "s3-path-without-scheme": ({"fsx_s3_import_path": "my-bucket/data"}, "fsx_s3_import_path"),
-    "s3-import-on-persistent2": ({"fsx_deployment_type": "PERSISTENT_2", "fsx_s3_import_path": "s3://bucket"},
-                                 "fsx_s3_import_path"),
+    "s3-import-on-persistent2": (
+        {"fsx_deployment_type": "PERSISTENT_2", "fsx_s3_import_path": "s3://bucket"},
+        "fsx_s3_import_path",
+    ),
     "kubernetes-version-unsupported": ({"kubernetes_version": "1.29"}, "kubernetes_version"),
-    "image-repository-with-tag": ({"trainer_image_repository": "ghcr.io/org/trainer:latest"},
-                                  "trainer_image_repository"),
+    "image-repository-with-tag": (
+        {"trainer_image_repository": "ghcr.io/org/trainer:latest"},
+        "trainer_image_repository",
+    ),
     "git-url-not-a-url": ({"git_repository_url": "github.com/org/repo"}, "git_repository_url"),
     "cluster-name-starts-with-digit": ({"cluster_name": "1cluster"}, "cluster_name"),
 }
@@ -45,8 +51,12 @@ def test_bad_answer_refused_before_anything_is_written(template, tmp_path, answe
     out = tmp_path / "out"
     out.mkdir()
     pairs = [f"{key}={value}" for key, value in answers.items()]
-    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), *pairs],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), *pairs],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode != 0
     ours = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(ours) == 1, result.stderr
@@ -56,8 +66,20 @@ def test_bad_answer_refused_before_anything_is_written(template, tmp_path, answe
 
 
 def test_good_answers_pass_the_same_hook(template, tmp_path):
-    result = subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(tmp_path),
-                             "project_slug=x", "gpu_instance_type=g6.12xlarge", "efa=on"],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            str(COOKIECUTTER),
+            "--no-input",
+            str(template),
+            "-o",
+            str(tmp_path),
+            "project_slug=x",
+            "gpu_instance_type=g6.12xlarge",
+            "efa=on",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "x" / "clusters" / "prod" / "training.yaml").is_file()

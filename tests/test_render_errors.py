@@ -12,8 +12,9 @@ def render(project, *args, path=None):
     env = dict(os.environ, GITOPS_PYTHON=sys.executable)
     if path is not None:
         env["PATH"] = path
-    return subprocess.run([str(project / "scripts" / "render"), *args], cwd=project, env=env,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [str(project / "scripts" / "render"), *args], cwd=project, env=env, capture_output=True, text=True
+    )
 
 
 def test_broken_overlay_named_in_one_line(bake_factory, tmp_path):
@@ -23,8 +24,11 @@ def test_broken_overlay_named_in_one_line(bake_factory, tmp_path):
     (broken / "overlays/dev/training/kustomization.yaml").write_text("resources:\n  - ../../base/missing\n")
     result = render(broken)
     assert result.returncode == 2
-    lines = [line for line in result.stderr.splitlines() if not line.startswith("render: dev/") and
-             not line.startswith("render: prod/")]
+    lines = [
+        line
+        for line in result.stderr.splitlines()
+        if not line.startswith("render: dev/") and not line.startswith("render: prod/")
+    ]
     assert len(lines) == 1 and "overlays/dev/training" in lines[0] and "Traceback" not in result.stderr
     assert not (broken / "rendered").exists(), "nothing half-written"
 

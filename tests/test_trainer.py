@@ -18,8 +18,13 @@ def test_trainer_suite_passes(bake_factory):
     project = bake_factory("default").path
     venv = os.environ.get("TRAINER_VENV") or str(TEMPLATE / ".venv-trainer")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    result = subprocess.run(["make", "-C", str(project / "trainer"), "test", f"VENV={venv}"],
-                            env=env, capture_output=True, text=True, timeout=5400)
+    result = subprocess.run(
+        ["make", "-C", str(project / "trainer"), "test", f"VENV={venv}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=5400,
+    )
     # pytest reports on stdout; pip's warnings (stderr) can be long enough to hide it, so read it there.
     assert result.returncode == 0, result.stdout[-8000:] + "\n--- stderr ---\n" + result.stderr[-2000:]
     summary = PYTEST_SUMMARY.findall(result.stdout)

@@ -65,8 +65,17 @@ def grow(project: Path, environments: int) -> list[str]:
         while len(names) < environments:
             instance, nodes, fsx_type, capacity = SHAPES[len(names) % len(SHAPES)]
             name = f"team-{len(names):02d}"
-            argv = [name, "--instance-type", instance, "--nodes", str(nodes), "--fsx-deployment-type", fsx_type,
-                    "--fsx-capacity-gib", str(capacity)]
+            argv = [
+                name,
+                "--instance-type",
+                instance,
+                "--nodes",
+                str(nodes),
+                "--fsx-deployment-type",
+                fsx_type,
+                "--fsx-capacity-gib",
+                str(capacity),
+            ]
             with open(os.devnull, "w") as quiet:
                 stdout, sys.stdout = sys.stdout, quiet
                 try:
@@ -93,7 +102,7 @@ def overlays(project: Path) -> list[Path]:
 
 
 def _child_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)   # includes waited-for grandchildren
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # includes waited-for grandchildren
     return usage.ru_utime + usage.ru_stime
 
 
@@ -109,30 +118,36 @@ def floor(folders: list[Path]) -> tuple[float, float]:
 
     start, cpu = time.perf_counter(), _child_cpu()
     for folder in folders:
-        subprocess.run([*kustomize.command(), "--load-restrictor", "LoadRestrictionsNone", str(folder)],
-                       capture_output=True, check=True)
+        subprocess.run(
+            [*kustomize.command(), "--load-restrictor", "LoadRestrictionsNone", str(folder)],
+            capture_output=True,
+            check=True,
+        )
     return time.perf_counter() - start, _child_cpu() - cpu
 
 
 def checks_only(project: Path) -> float:
     """Seconds of validate's own work on a rendered fleet (this process renders it first)."""
     sys.path.insert(0, str(project / "scripts"))
-    from gitops_tools import render, settings, validate
+    from gitops_tools import platform, render
     from gitops_tools.locate import Locator
-    from gitops_tools.rules.model import Scope
+    from gitops_tools.model import Scope
     from gitops_tools.schemas import SchemaChecker, SchemaStore
+    from gitops_tools.validate import lint, load, pipeline, plan
 
     environments = render.render_repository(project)
     start = time.perf_counter()
-    plan = validate.plan([project], None)
-    lint_findings = validate.lint(plan.sources, project, lambda line: None)
-    platform = settings.load(project)
-    scopes = [Scope(e.name, e.objects, e.cluster_config, e.kustomizations, complete=True, settings=platform)
-              for e in environments]
+    chosen = plan.plan([project], None)
+    lint_findings = lint.lint(chosen.sources, project, lambda line: None)
+    settings = platform.load(project)
+    scopes = [
+        Scope(e.name, e.objects, e.cluster_config, e.kustomizations, complete=True, platform=settings)
+        for e in environments
+    ]
     for scope in scopes:
-        scope.kubernetes_version, _ = validate.kubernetes_version_of(scope.cluster_config, None)
-    checker = SchemaChecker(SchemaStore(platform["schemas"]))
-    validate.evaluate(scopes, checker, Locator(project), lint_findings=lint_findings)
+        scope.kubernetes_version, _ = load.kubernetes_version_of(scope.cluster_config, None)
+    checker = SchemaChecker(SchemaStore(settings["schemas"]))
+    pipeline.evaluate(scopes, checker, Locator(project), lint_findings=lint_findings)
     return time.perf_counter() - start
 
 
@@ -150,8 +165,9 @@ def measure(project: Path, repeat: int) -> dict:
     floors, validates, checkers, own = [], [], [], []
     for _ in range(repeat):
         floors.append(floor(folders))
-        seconds, result = timed([str(project / "scripts" / "validate"), "--format", "json", "--quiet"],
-                                cwd=project, env=env)
+        seconds, result = timed(
+            [str(project / "scripts" / "validate"), "--format", "json", "--quiet"], cwd=project, env=env
+        )
         if result.returncode not in (0, 1) or not result.stdout:
             raise SystemExit(f"bench: validate failed: {result.stderr.strip()}")
         validates.append(seconds)
@@ -162,29 +178,40 @@ def measure(project: Path, repeat: int) -> dict:
     shutil.rmtree(rendered, ignore_errors=True)
     summary = json.loads(result.stdout)["summary"]
     # Best wall time of each, with the CPU time of that same run.
-    return {"environments": len(environments), "overlays": len(folders), "objects": summary["objects"],
-            "errors": summary["errors"], "warnings": summary["warnings"], "floor": min(floors),
-            "validate": min(validates), "kubernetes_validate": min(checkers), "checks": min(own),
-            "cores": os.cpu_count(), "load": os.getloadavg()[0]}
+    return {
+        "environments": len(environments),
+        "overlays": len(folders),
+        "objects": summary["objects"],
+        "errors": summary["errors"],
+        "warnings": summary["warnings"],
+        "floor": min(floors),
+        "validate": min(validates),
+        "kubernetes_validate": min(checkers),
+        "checks": min(own),
+        "cores": os.cpu_count(),
+        "load": os.getloadavg()[0],
+    }
 
 
 def report(f: dict) -> str:
     ratio = f["validate"][0] / f["floor"][0]
     verdict = "within" if ratio <= TARGET else "OVER"
-    return "\n".join([
-        f"validate bench: {f['environments']} environments, {f['overlays']} overlays, {f['objects']} objects, "
-        f"{f['cores']} cores, load {f['load']:.1f} ({f['errors']} errors, {f['warnings']} warnings found)",
-        "                                        wall      CPU",
-        f"  floor: kustomize alone, sequential    {f['floor'][0]:6.2f} s  {f['floor'][1]:6.2f} s",
-        f"  scripts/validate (whole pipeline)     {f['validate'][0]:6.2f} s  {f['validate'][1]:6.2f} s",
-        f"  kubernetes-validate CLI, strict       {f['kubernetes_validate'][0]:6.2f} s  "
-        f"{f['kubernetes_validate'][1]:6.2f} s  (rendered files, built-in kinds only)",
-        f"  validate's checks alone (no render)   {f['checks']:6.2f} s  (lint, schemas, rules, report)",
-        f"  validate / floor                      {ratio:6.2f} x  ({verdict} the {TARGET} x target; "
-        f"CPU {f['validate'][1] / f['floor'][1]:.2f} x)",
-        f"  validate / kubernetes-validate        {f['validate'][0] / f['kubernetes_validate'][0]:6.2f} x",
-        f"  checks alone / kubernetes-validate    {f['checks'] / f['kubernetes_validate'][0]:6.2f} x",
-    ])
+    return "\n".join(
+        [
+            f"validate bench: {f['environments']} environments, {f['overlays']} overlays, {f['objects']} objects, "
+            f"{f['cores']} cores, load {f['load']:.1f} ({f['errors']} errors, {f['warnings']} warnings found)",
+            "                                        wall      CPU",
+            f"  floor: kustomize alone, sequential    {f['floor'][0]:6.2f} s  {f['floor'][1]:6.2f} s",
+            f"  scripts/validate (whole pipeline)     {f['validate'][0]:6.2f} s  {f['validate'][1]:6.2f} s",
+            f"  kubernetes-validate CLI, strict       {f['kubernetes_validate'][0]:6.2f} s  "
+            f"{f['kubernetes_validate'][1]:6.2f} s  (rendered files, built-in kinds only)",
+            f"  validate's checks alone (no render)   {f['checks']:6.2f} s  (lint, schemas, rules, report)",
+            f"  validate / floor                      {ratio:6.2f} x  ({verdict} the {TARGET} x target; "
+            f"CPU {f['validate'][1] / f['floor'][1]:.2f} x)",
+            f"  validate / kubernetes-validate        {f['validate'][0] / f['kubernetes_validate'][0]:6.2f} x",
+            f"  checks alone / kubernetes-validate    {f['checks'] / f['kubernetes_validate'][0]:6.2f} x",
+        ]
+    )
 
 
 @contextlib.contextmanager
@@ -205,7 +232,7 @@ def main() -> int:
     parser.add_argument("--environments", type=int, default=24, help="fleet size (default 24, at least 20)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts (default 3)")
     parser.add_argument("--keep", type=Path, help="build the fleet in this folder and keep it")
-    parser.add_argument("--checks-only", type=Path, help=argparse.SUPPRESS)   # one timing, in its own process
+    parser.add_argument("--checks-only", type=Path, help=argparse.SUPPRESS)  # one timing, in its own process
     args = parser.parse_args()
     if args.checks_only:
         print(checks_only(args.checks_only))

@@ -33,8 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = "{{cookiecutter.project_slug}}"
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 _SKIPPED = shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache", "rendered", "data", "runs")
-_GIT = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+_GIT = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+}
 
 
 def bake(out: Path) -> Path:
@@ -44,8 +48,13 @@ def bake(out: Path) -> Path:
     shutil.copy(ROOT / "cookiecutter.json", template)
     shutil.copytree(ROOT / "hooks", template / "hooks", ignore=_SKIPPED)
     shutil.copytree(ROOT / TEMPLATE_DIR, template / TEMPLATE_DIR, ignore=_SKIPPED)
-    subprocess.run([str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
-                   check=True, capture_output=True, text=True, timeout=600)
+    subprocess.run(
+        [str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return out / "fleet"
 
 
@@ -109,21 +118,30 @@ def measure(root: Path, repeat: int = 3) -> dict:
         raise SystemExit(f"bench_diff: diff exited with status {status['code']}")
     comment = output.read_text()
     shutil.rmtree(output.parent, ignore_errors=True)
-    return {"environments": len(environments), "objects": objects, "render_floor_s": floor,
-            "diff_s": diff, "budget_s": 2 * floor, "comment_chars": len(comment),
-            "cores": os.cpu_count(), "load": os.getloadavg()[0]}
+    return {
+        "environments": len(environments),
+        "objects": objects,
+        "render_floor_s": floor,
+        "diff_s": diff,
+        "budget_s": 2 * floor,
+        "comment_chars": len(comment),
+        "cores": os.cpu_count(),
+        "load": os.getloadavg()[0],
+    }
 
 
 def report(figures: dict) -> str:
     ratio = figures["diff_s"] / figures["budget_s"]
     verdict = "within" if ratio <= 1 else "over"
-    return (f"diff bench: {figures['environments']} environments, {figures['objects']} objects per side, "
-            f"{figures['cores']} cores (load average {figures['load']:.1f} at the end)\n"
-            f"  render floor (render_repository once)  {figures['render_floor_s']:6.2f} s\n"
-            f"  2 x render floor                       {figures['budget_s']:6.2f} s\n"
-            f"  scripts/diff --format markdown         {figures['diff_s']:6.2f} s  "
-            f"= {ratio:.2f} x 2 x floor ({verdict})\n"
-            f"  markdown comment                       {figures['comment_chars']:,} characters")
+    return (
+        f"diff bench: {figures['environments']} environments, {figures['objects']} objects per side, "
+        f"{figures['cores']} cores (load average {figures['load']:.1f} at the end)\n"
+        f"  render floor (render_repository once)  {figures['render_floor_s']:6.2f} s\n"
+        f"  2 x render floor                       {figures['budget_s']:6.2f} s\n"
+        f"  scripts/diff --format markdown         {figures['diff_s']:6.2f} s  "
+        f"= {ratio:.2f} x 2 x floor ({verdict})\n"
+        f"  markdown comment                       {figures['comment_chars']:,} characters"
+    )
 
 
 def main() -> int:

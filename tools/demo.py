@@ -38,10 +38,14 @@ def show(environments) -> None:
     for environment in environments:
         config = environment.cluster_config.doc
         gpu = next(g for g in config["managedNodeGroups"] if g["name"] == "gpu")
-        print(f"\n== {environment.name}: cluster {config['metadata']['name']} (Kubernetes "
-              f"{config['metadata']['version']}, {config['metadata']['region']})")
-        print(f"   eksctl GPU node group: {gpu['desiredCapacity']} x {gpu['instanceType']}"
-              f" in {', '.join(gpu['availabilityZones'])}, EFA {'on' if gpu.get('efaEnabled') else 'off'}")
+        print(
+            f"\n== {environment.name}: cluster {config['metadata']['name']} (Kubernetes "
+            f"{config['metadata']['version']}, {config['metadata']['region']})"
+        )
+        print(
+            f"   eksctl GPU node group: {gpu['desiredCapacity']} x {gpu['instanceType']}"
+            f" in {', '.join(gpu['availabilityZones'])}, EFA {'on' if gpu.get('efaEnabled') else 'off'}"
+        )
         for kustomization in in_dependency_order(environment.kustomizations):
             after = f" (after {', '.join(kustomization.depends_on)})" if kustomization.depends_on else ""
             print(f"   Flux Kustomization {kustomization.name}: ./{kustomization.path}{after}")

@@ -19,7 +19,7 @@ SCRIPTS = REPO / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gitops_tools import settings  # noqa: E402
+from gitops_tools import platform  # noqa: E402
 from gitops_tools.schemas import SCHEMA_DIR_VARIABLE, SchemaChecker, SchemaStore  # noqa: E402
 
 SCHEMA_DIR = Path(os.environ[SCHEMA_DIR_VARIABLE]) if os.environ.get(SCHEMA_DIR_VARIABLE) else None
@@ -30,7 +30,7 @@ os.environ["GITOPS_DEBUG"] = "1"
 
 @pytest.fixture(scope="session")
 def checker() -> SchemaChecker:
-    return SchemaChecker(SchemaStore(settings.load(REPO)["schemas"], schema_dir=SCHEMA_DIR))
+    return SchemaChecker(SchemaStore(platform.load(REPO)["schemas"], schema_dir=SCHEMA_DIR))
 
 
 @pytest.fixture()
@@ -54,5 +54,6 @@ def run_validate(*args: str, cwd: Path, env: dict | None = None) -> subprocess.C
     """scripts/validate as a user runs it, with this interpreter as the tooling environment."""
     environment = {**os.environ, "GITOPS_PYTHON": sys.executable, **(env or {})}
     environment.pop("GITOPS_DEBUG", None)
-    return subprocess.run([str(cwd / "scripts" / "validate"), *args], cwd=cwd, env=environment,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [str(cwd / "scripts" / "validate"), *args], cwd=cwd, env=environment, capture_output=True, text=True
+    )

@@ -21,8 +21,12 @@ import yaml
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 COPIED = ("clusters", "overlays")
-_GIT_IDENTITY = {"GIT_AUTHOR_NAME": "diff tests", "GIT_AUTHOR_EMAIL": "diff-tests@example.com",
-                 "GIT_COMMITTER_NAME": "diff tests", "GIT_COMMITTER_EMAIL": "diff-tests@example.com"}
+_GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "diff tests",
+    "GIT_AUTHOR_EMAIL": "diff-tests@example.com",
+    "GIT_COMMITTER_NAME": "diff tests",
+    "GIT_COMMITTER_EMAIL": "diff-tests@example.com",
+}
 
 
 @dataclass
@@ -47,7 +51,7 @@ class GitRepo:
     root: Path
 
     @classmethod
-    def create(cls, folder: Path) -> "GitRepo":
+    def create(cls, folder: Path) -> GitRepo:
         copy_manifests(folder)
         repo = cls(folder)
         repo.git("init", "--quiet", "--initial-branch=main")
@@ -108,8 +112,14 @@ class GitRepo:
     def cli(self, *args: str, env: dict | None = None) -> Result:
         """The real command line: this repository's scripts/diff, run in the test repository."""
         environment = {**os.environ, "GITOPS_PYTHON": sys.executable, **(env or {})}
-        result = subprocess.run([str(REPOSITORY / "scripts" / "diff"), *args], cwd=self.root, env=environment,
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [str(REPOSITORY / "scripts" / "diff"), *args],
+            cwd=self.root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         return Result(result.returncode, result.stdout, result.stderr)
 
 

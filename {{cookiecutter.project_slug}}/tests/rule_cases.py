@@ -2,15 +2,26 @@
 fails when a registered rule has no case of either kind).
 
 A case changes the fixture environment (tests/world.py) in place, or returns {file name: text}
-to validate those files instead, as a user would name them on the command line.
+to validate those files instead, as a user would name them on the command line. A failing case
+names every finding the rule must give, as (object, field path): the rule fires on that object,
+at that field, that many times, and nowhere else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 FAIL, PASS = "fail", "pass"
+
+# What the failing cases name: objects of the fixture, and the pod specs of its MPIJob.
+JOB = "MPIJob/training/horovod-train"
+CLUSTER = "ClusterConfig/horovod-training-prod"
+FSX_CLASS = "StorageClass/fsx-lustre"
+CLAIM = "PersistentVolumeClaim/training/fsx-training"
+NVIDIA_PLUGIN = "DaemonSet/kube-system/nvidia-device-plugin-daemonset"
+WORKER = "spec.mpiReplicaSpecs.Worker.template.spec"
+LAUNCHER = "spec.mpiReplicaSpecs.Launcher.template.spec"
 
 
 @dataclass
@@ -19,6 +30,7 @@ class Case:
     outcome: str
     name: str
     change: Callable
+    expect: list[tuple[str, str]]  # (resource, field path) of every finding of the rule; [] for PASS
 
     @property
     def id(self) -> str:
@@ -28,56 +40,116 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(rule: str, outcome: str):
+def case(rule: str, outcome: str, *expect: tuple[str, str]):
+    """A case of `rule`; a failing one names every finding it must give: (resource, field path), where a
+    finding about a file rather than an object (yamllint) is ("", "file:line")."""
+    if (outcome == FAIL) != bool(expect):
+        raise ValueError(f"{rule}: a failing case names its findings, a passing one none")
+
     def register(change):
-        CASES.append(Case(rule, outcome, change.__name__, change))
+        CASES.append(Case(rule, outcome, change.__name__, change, list(expect)))
         return change
+
     return register
 
 
 def _custom_resource_definition(group: str, kind: str, plural: str) -> dict:
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                         "type": "object", "properties": {
-                             "apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                             "metadata": {"type": "object"},
-                             "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
 def _widget() -> dict:
-    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "training"},
-            "spec": {"size": 3}}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "training"},
+        "spec": {"size": 3},
+    }
 
 
 def _hpa(api_version: str, resource: str) -> dict:
-    return {"apiVersion": api_version, "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "scale", "namespace": "training"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "serve"},
-                     "minReplicas": 1, "maxReplicas": 4,
-                     "metrics": [{"type": "Resource", "resource": {"name": resource, "target": {
-                         "type": "Utilization", "averageUtilization": 80}}}]}}
+    return {
+        "apiVersion": api_version,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "scale", "namespace": "training"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "serve"},
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {"name": resource, "target": {"type": "Utilization", "averageUtilization": 80}},
+                }
+            ],
+        },
+    }
 
 
 def _job(parallelism: int, command: list[str]) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "training"},
-            "spec": {"parallelism": parallelism, "template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "train", "image": "trainer:1.0", "command": command}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "training"},
+        "spec": {
+            "parallelism": parallelism,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "train", "image": "trainer:1.0", "command": command}],
+                }
+            },
+        },
+    }
 
 
 def _helm_release(name: str, chart: str) -> dict:
-    return {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-            "metadata": {"name": name, "namespace": "flux-system"},
-            "spec": {"interval": "1h", "chart": {"spec": {"chart": chart, "version": "1.0.0",
-                                                          "sourceRef": {"kind": "HelmRepository", "name": name}}}}}
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": {
+            "interval": "1h",
+            "chart": {
+                "spec": {"chart": chart, "version": "1.0.0", "sourceRef": {"kind": "HelmRepository", "name": name}}
+            },
+        },
+    }
 
 
 def _helm_repository(name: str) -> dict:
-    return {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
-            "metadata": {"name": name, "namespace": "flux-system"},
-            "spec": {"interval": "12h", "url": f"https://example.com/{name}"}}
+    return {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmRepository",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": {"interval": "12h", "url": f"https://example.com/{name}"},
+    }
 
 
 _CONFIG_MAP = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast{}\n"
@@ -85,7 +157,8 @@ _CONFIG_MAP = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings
 
 # --- sources and schemas ------------------------------------------------------------------
 
-@case("yaml-lint", FAIL)
+
+@case("yaml-lint", FAIL, ("", "settings.yaml:7"))
 def trailing_spaces(world):
     return {"settings.yaml": _CONFIG_MAP.format("   ")}
 
@@ -95,17 +168,17 @@ def clean_file(world):
     return {"settings.yaml": _CONFIG_MAP.format("")}
 
 
-@case("schema-invalid", FAIL)
+@case("schema-invalid", FAIL, (JOB, "spec"))
 def misspelt_mpijob_field(world):
     world.mpijob["spec"]["slotPerWorker"] = 8
 
 
-@case("schema-invalid", FAIL)
+@case("schema-invalid", FAIL, (JOB, f"{WORKER}.containers.0"))
 def unknown_container_field(world):
     world.container("Worker")["resource"] = {}
 
 
-@case("schema-invalid", FAIL)
+@case("schema-invalid", FAIL, (CLUSTER, "managedNodeGroups.1"))
 def eksctl_unknown_node_group_field(world):
     world.gpu_group["instancetype"] = "p4d.24xlarge"
 
@@ -118,10 +191,10 @@ def optional_fields(world):
 
 @case("schema-invalid", PASS)
 def sops_metadata_on_secret(world):
-    sops_secret(world)   # Flux decrypts and drops `sops`; it is not part of the Secret's schema
+    sops_secret(world)  # Flux decrypts and drops `sops`; it is not part of the Secret's schema
 
 
-@case("schema-missing", FAIL)
+@case("schema-missing", FAIL, ("Widget/training/w", ""))
 def custom_resource_without_crd(world):
     world.add("training", _widget())
 
@@ -134,7 +207,8 @@ def custom_resource_with_rendered_crd(world):
 
 # --- MPIJob -------------------------------------------------------------------------------
 
-@case("launcher-requests-gpu", FAIL)
+
+@case("launcher-requests-gpu", FAIL, (JOB, f"{LAUNCHER}.containers.0.resources"))
 def launcher_with_gpu(world):
     world.container("Launcher")["resources"]["limits"]["nvidia.com/gpu"] = 1
 
@@ -145,7 +219,7 @@ def launcher_runs_as_worker(world):
     world.container("Launcher")["resources"]["limits"]["nvidia.com/gpu"] = 1
 
 
-@case("gpu-slots-mismatch", FAIL)
+@case("gpu-slots-mismatch", FAIL, (JOB, "spec.slotsPerWorker"))
 def fewer_slots_than_gpus(world):
     world.mpijob["spec"]["slotsPerWorker"] = 4
 
@@ -157,12 +231,12 @@ def cpu_only_workers(world):
     world.mpijob["spec"]["slotsPerWorker"] = 2
 
 
-@case("mpirun-np-mismatch", FAIL)
+@case("mpirun-np-mismatch", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.2"))
 def np_too_small(world):
-    world.launcher_args[1] = "8"
+    world.launcher_command[world.launcher_command.index("-np") + 1] = "8"
 
 
-@case("mpirun-np-mismatch", FAIL)
+@case("mpirun-np-mismatch", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
 def np_in_shell_script(world):
     launcher = world.container("Launcher")
     launcher["command"] = ["/bin/sh", "-c"]
@@ -178,25 +252,87 @@ def np_in_shell_script_matches(world):
 
 @case("mpirun-np-mismatch", PASS)
 def np_left_out(world):
-    del world.launcher_args[0:2]
+    world.remove_launcher_option("-np")
 
 
-@case("mpijob-name-invalid", FAIL)
+@case("launcher-command-malformed", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.14"))
+def export_without_its_variable(world):
+    world.launcher_command.remove("FI_EFA_USE_HUGE_PAGE=0")  # the last -x now takes "python" as a variable
+
+
+@case("launcher-command-malformed", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.2"))
+def mpirun_options_shifted_into_the_program(world):
+    # What a positional patch made of a hand-edited base: python -m -x FI_EFA_USE_HUGE_PAGE=0 horovod_trainer.train
+    world.launcher_command[-2:] = []
+    world.launcher_args[2:2] = ["-x", "FI_EFA_USE_HUGE_PAGE=0"]
+
+
+@case(
+    "launcher-command-malformed",
+    FAIL,
+    (JOB, f"{LAUNCHER}.containers.0.command.3"),
+    (JOB, f"{LAUNCHER}.containers.0.command.4"),
+)
+def mca_with_one_operand_and_no_program(world):
+    launcher = world.container("Launcher")
+    launcher["command"] = ["mpirun", "-np", "16", "-mca", "pml"]
+    launcher["args"] = []
+
+
+@case("launcher-command-malformed", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.2"))
+def process_count_not_a_number(world):
+    world.launcher_command[world.launcher_command.index("-np") + 1] = "all"
+
+
+@case("launcher-command-malformed", PASS)
+def upstream_style_launcher(world):
+    # The MPI operator's Horovod example (v0.8.0): single-dash options, -mca with two operands.
+    world.launcher_command[:] = [
+        "mpirun",
+        "-np",
+        "16",
+        "--allow-run-as-root",
+        "-bind-to",
+        "none",
+        "-map-by",
+        "slot",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "-x",
+        "PATH",
+        "-mca",
+        "pml",
+        "ob1",
+        "-mca",
+        "btl",
+        "^openib",
+    ]
+    world.launcher_args[:] = ["python", "/examples/tensorflow_mnist.py"]
+
+
+@case("launcher-command-malformed", PASS)
+def horovodrun_in_a_shell_script(world):
+    launcher = world.container("Launcher")
+    launcher["command"] = ["/bin/sh", "-c"]
+    launcher["args"] = ["horovodrun -np 16 -H localhost:16 python -u -m horovod_trainer.train --epochs=1"]
+
+
+@case("mpijob-name-invalid", FAIL, ("MPIJob/training/" + "h" * 55, "metadata.name"))
 def name_too_long(world):
     world.mpijob["metadata"]["name"] = "h" * 55
 
 
 @case("mpijob-name-invalid", PASS)
 def name_just_fits(world):
-    world.mpijob["metadata"]["name"] = "h" * 54   # + "-worker-1" = 63
+    world.mpijob["metadata"]["name"] = "h" * 54  # + "-worker-1" = 63
 
 
-@case("mpijob-replica-spec-invalid", FAIL)
+@case("mpijob-replica-spec-invalid", FAIL, (JOB, "spec.mpiReplicaSpecs.Launcher.replicas"))
 def two_launchers(world):
     world.replica("Launcher")["replicas"] = 2
 
 
-@case("mpijob-replica-spec-invalid", FAIL)
+@case("mpijob-replica-spec-invalid", FAIL, (JOB, "spec.mpiReplicaSpecs.Worker.restartPolicy"))
 def restart_always(world):
     world.replica("Worker")["restartPolicy"] = "Always"
 
@@ -208,12 +344,13 @@ def restart_never(world):
 
 # --- GPUs ---------------------------------------------------------------------------------
 
-@case("gpu-request-exceeds-node", FAIL)
+
+@case("gpu-request-exceeds-node", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def eight_gpus_on_four_gpu_nodes(world):
     world.gpu_group["instanceType"] = "g5.12xlarge"
 
 
-@case("gpu-request-exceeds-node", FAIL)
+@case("gpu-request-exceeds-node", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def gpus_on_cpu_nodes_only(world):
     world.gpu_group["instanceType"] = "m6i.2xlarge"
     world.gpu_group["efaEnabled"] = False
@@ -224,7 +361,7 @@ def eight_gpus_on_p5(world):
     world.gpu_group["instanceType"] = "p5.48xlarge"
 
 
-@case("gpu-capacity-exceeded", FAIL)
+@case("gpu-capacity-exceeded", FAIL, (JOB, "spec.mpiReplicaSpecs.Worker.replicas"))
 def three_workers_two_nodes(world):
     world.replica("Worker")["replicas"] = 3
 
@@ -235,7 +372,7 @@ def three_workers_three_nodes(world):
     world.gpu_group["maxSize"] = 3
 
 
-@case("no-node-group-matches", FAIL)
+@case("no-node-group-matches", FAIL, (JOB, f"{WORKER}.nodeSelector"))
 def selector_matches_nothing(world):
     world.pod("Worker")["nodeSelector"] = {"role": "gpus"}
 
@@ -245,12 +382,14 @@ def selector_on_implicit_instance_type_label(world):
     world.pod("Worker")["nodeSelector"] = {"node.kubernetes.io/instance-type": "p4d.24xlarge"}
 
 
-@case("extended-resource-limit-mismatch", FAIL)
+@case("extended-resource-limit-mismatch", FAIL, (JOB, f"{WORKER}.containers.0.resources.requests.nvidia.com/gpu"))
 def gpu_request_above_limit(world):
     world.worker_resources["limits"]["nvidia.com/gpu"] = 4
 
 
-@case("extended-resource-limit-mismatch", FAIL)
+@case(
+    "extended-resource-limit-mismatch", FAIL, (JOB, f"{WORKER}.containers.0.resources.requests.vpc.amazonaws.com/efa")
+)
 def efa_request_without_limit(world):
     del world.worker_resources["limits"]["vpc.amazonaws.com/efa"]
 
@@ -263,12 +402,13 @@ def limits_only(world):
 
 # --- scheduling ---------------------------------------------------------------------------
 
-@case("gpu-taint-not-tolerated", FAIL)
+
+@case("gpu-taint-not-tolerated", FAIL, (JOB, f"{WORKER}.tolerations"))
 def worker_without_toleration(world):
     del world.pod("Worker")["tolerations"]
 
 
-@case("gpu-taint-not-tolerated", FAIL)
+@case("gpu-taint-not-tolerated", FAIL, (NVIDIA_PLUGIN, "spec.template.spec.tolerations"))
 def nvidia_plugin_without_toleration(world):
     plugin = world.daemonset("nvidia")["spec"]["template"]["spec"]
     plugin["tolerations"] = [t for t in plugin["tolerations"] if t.get("key") != "nvidia.com/gpu"]
@@ -279,7 +419,7 @@ def worker_tolerates_everything(world):
     world.pod("Worker")["tolerations"] = [{"operator": "Exists"}]
 
 
-@case("device-plugin-misses-gpu-nodes", FAIL)
+@case("device-plugin-misses-gpu-nodes", FAIL, (NVIDIA_PLUGIN, "spec.template.spec.nodeSelector"))
 def gpu_group_without_plugin_label(world):
     del world.gpu_group["labels"]["nvidia.com/gpu.present"]
 
@@ -288,12 +428,26 @@ def gpu_group_without_plugin_label(world):
 def plugin_by_instance_type_affinity(world):
     spec = world.daemonset("nvidia")["spec"]["template"]["spec"]
     del spec["nodeSelector"]
-    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                               "values": ["p4d.24xlarge", "p5.48xlarge"]}]}]}}}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "node.kubernetes.io/instance-type",
+                                "operator": "In",
+                                "values": ["p4d.24xlarge", "p5.48xlarge"],
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
 
 
-@case("nvidia-device-plugin-missing", FAIL)
+@case("nvidia-device-plugin-missing", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def no_nvidia_plugin(world):
     world.remove("DaemonSet", "nvidia-device-plugin-daemonset")
 
@@ -304,7 +458,7 @@ def nvidia_plugin_from_helm(world):
     world.add("infrastructure", _helm_release("nvdp", "nvidia-device-plugin"), _helm_repository("nvdp"))
 
 
-@case("worker-resources-unset", FAIL)
+@case("worker-resources-unset", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def worker_without_cpu_and_memory(world):
     for section in ("requests", "limits"):
         for name in ("cpu", "memory"):
@@ -317,15 +471,15 @@ def worker_limits_only(world):
     del world.worker_resources["requests"]["memory"]
 
 
-@case("pod-request-exceeds-node", FAIL)
+@case("pod-request-exceeds-node", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def worker_sized_for_a_bigger_instance(world):
-    world.worker_resources["requests"]["cpu"] = "160"      # p4d.24xlarge has 96 vCPUs
+    world.worker_resources["requests"]["cpu"] = "160"  # p4d.24xlarge has 96 vCPUs
 
 
-@case("pod-request-exceeds-node", FAIL)
+@case("pod-request-exceeds-node", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def worker_memory_beyond_the_node(world):
     for section in ("requests", "limits"):
-        world.worker_resources[section]["memory"] = "2Ti"      # p4d.24xlarge has 1152 GiB
+        world.worker_resources[section]["memory"] = "2Ti"  # p4d.24xlarge has 1152 GiB
 
 
 @case("pod-request-exceeds-node", PASS)
@@ -335,7 +489,7 @@ def worker_sized_to_the_node(world):
     world.worker_resources["limits"]["memory"] = "1100Gi"
 
 
-@case("shm-not-memory-backed", FAIL)
+@case("shm-not-memory-backed", FAIL, (JOB, f"{WORKER}.containers.0.volumeMounts"))
 def shm_on_disk(world):
     dshm = next(v for v in world.pod("Worker")["volumes"] if v["name"] == "dshm")
     dshm["emptyDir"] = {}
@@ -348,12 +502,12 @@ def shm_from_host(world):
     dshm["hostPath"] = {"path": "/dev/shm"}
 
 
-@case("device-plugin-duplicate", FAIL)
+@case("device-plugin-duplicate", FAIL, ("HelmRelease/flux-system/nvdp", ""))
 def second_nvidia_plugin_from_helm(world):
     world.add("infrastructure", _helm_release("nvdp", "nvidia-device-plugin"), _helm_repository("nvdp"))
 
 
-@case("device-plugin-duplicate", FAIL)
+@case("device-plugin-duplicate", FAIL, ("DaemonSet/kube-system/gpu-plugin", "metadata.name"))
 def plugin_named_unlike_eksctl(world):
     world.daemonset("nvidia")["metadata"]["name"] = "gpu-plugin"
 
@@ -365,7 +519,8 @@ def plugins_named_like_eksctl(world):
 
 # --- EFA ----------------------------------------------------------------------------------
 
-@case("efa-without-efa-node-group", FAIL)
+
+@case("efa-without-efa-node-group", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def efa_disabled(world):
     world.gpu_group["efaEnabled"] = False
 
@@ -375,7 +530,7 @@ def efa_enabled(world):
     pass
 
 
-@case("efa-request-exceeds-interfaces", FAIL)
+@case("efa-request-exceeds-interfaces", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def eight_efa_on_p4d(world):
     for section in ("requests", "limits"):
         world.worker_resources[section]["vpc.amazonaws.com/efa"] = 8
@@ -388,7 +543,7 @@ def thirty_two_efa_on_p5(world):
         world.worker_resources[section]["vpc.amazonaws.com/efa"] = 32
 
 
-@case("efa-device-plugin-missing", FAIL)
+@case("efa-device-plugin-missing", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def no_efa_plugin(world):
     world.remove("DaemonSet", "aws-efa-k8s-device-plugin-daemonset")
 
@@ -399,12 +554,12 @@ def efa_plugin_from_helm(world):
     world.add("infrastructure", _helm_release("efa", "aws-efa-k8s-device-plugin"), _helm_repository("efa"))
 
 
-@case("efa-node-group-not-single-az", FAIL)
+@case("efa-node-group-not-single-az", FAIL, (CLUSTER, "managedNodeGroups.1.availabilityZones"))
 def efa_in_two_zones(world):
     world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
 
 
-@case("efa-node-group-not-single-az", FAIL)
+@case("efa-node-group-not-single-az", FAIL, (CLUSTER, "managedNodeGroups.1.availabilityZones"))
 def efa_in_no_zone(world):
     del world.gpu_group["availabilityZones"]
 
@@ -415,7 +570,7 @@ def efa_in_one_subnet(world):
     world.gpu_group["subnets"] = ["subnet-0a1b2c3d4e5f60718"]
 
 
-@case("efa-instance-type-unsupported", FAIL)
+@case("efa-instance-type-unsupported", FAIL, (CLUSTER, "managedNodeGroups.1.efaEnabled"))
 def efa_on_small_g5(world):
     world.gpu_group["instanceType"] = "g5.xlarge"
 
@@ -425,10 +580,10 @@ def efa_on_g5_8xlarge(world):
     world.gpu_group["instanceType"] = "g5.8xlarge"
 
 
-@case("efa-huge-pages-unset", FAIL)
+@case("efa-huge-pages-unset", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def efa_without_huge_page_setting(world):
-    index = world.launcher_args.index("FI_EFA_USE_HUGE_PAGE=0")
-    del world.launcher_args[index - 1:index + 1]
+    index = world.launcher_command.index("FI_EFA_USE_HUGE_PAGE=0")
+    del world.launcher_command[index - 1 : index + 1]
 
 
 @case("efa-huge-pages-unset", PASS)
@@ -446,7 +601,8 @@ def huge_pages_off_in_worker_env(world):
 
 # --- FSx ----------------------------------------------------------------------------------
 
-@case("storage-class-missing", FAIL)
+
+@case("storage-class-missing", FAIL, (CLAIM, "spec.storageClassName"))
 def claim_names_unknown_class(world):
     world.claim["spec"]["storageClassName"] = "fsx-lustre-fast"
 
@@ -456,50 +612,58 @@ def claim_on_eks_gp2(world):
     world.claim["spec"]["storageClassName"] = "gp2"
 
 
-@case("fsx-storage-class-invalid", FAIL)
+@case("fsx-storage-class-invalid", FAIL, (FSX_CLASS, "parameters.subnetId"))
 def no_subnet(world):
     del world.storage_class["parameters"]["subnetId"]
 
 
-@case("fsx-storage-class-invalid", FAIL)
+@case("fsx-storage-class-invalid", FAIL, (FSX_CLASS, "parameters.subnetId"))
 def two_subnets(world):
     world.storage_class["parameters"]["subnetId"] = "subnet-0a1b2c3d4e5f60718,subnet-0a1b2c3d4e5f60719"
 
 
-@case("fsx-storage-class-invalid", FAIL)
+@case(
+    "fsx-storage-class-invalid", FAIL, (FSX_CLASS, "parameters.storageType"), (FSX_CLASS, "parameters.driveCacheType")
+)
 def hdd_on_scratch(world):
     world.storage_class["parameters"]["storageType"] = "HDD"
 
 
 @case("fsx-storage-class-invalid", PASS)
 def hdd_on_persistent_1(world):
-    world.storage_class["parameters"].update(deploymentType="PERSISTENT_1", storageType="HDD", driveCacheType="READ",
-                                             perUnitStorageThroughput="40")
+    world.storage_class["parameters"].update(
+        deploymentType="PERSISTENT_1", storageType="HDD", driveCacheType="READ", perUnitStorageThroughput="40"
+    )
 
 
-@case("fsx-storage-class-invalid", FAIL)
+@case("fsx-storage-class-invalid", FAIL, (FSX_CLASS, "parameters.fileSystemTypeVersion"))
 def lustre_2_10_on_persistent_2(world):
-    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250",
-                                             fileSystemTypeVersion="2.10")
+    world.storage_class["parameters"].update(
+        deploymentType="PERSISTENT_2", perUnitStorageThroughput="250", fileSystemTypeVersion="2.10"
+    )
 
 
-@case("fsx-storage-class-invalid", FAIL)
+@case("fsx-storage-class-invalid", FAIL, (FSX_CLASS, "parameters.efaEnabled"), (FSX_CLASS, "parameters.efaEnabled"))
 def efa_file_system_on_scratch(world):
     world.storage_class["parameters"]["efaEnabled"] = "true"
 
 
 @case("fsx-storage-class-invalid", PASS)
 def efa_file_system_on_persistent_2_with_metadata(world):
-    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="1000",
-                                             efaEnabled="true", metadataConfigurationMode="AUTOMATIC")
+    world.storage_class["parameters"].update(
+        deploymentType="PERSISTENT_2",
+        perUnitStorageThroughput="1000",
+        efaEnabled="true",
+        metadataConfigurationMode="AUTOMATIC",
+    )
 
 
-@case("fsx-reclaim-delete-in-production", FAIL)
+@case("fsx-reclaim-delete-in-production", FAIL, (FSX_CLASS, "reclaimPolicy"))
 def prod_file_system_deleted_with_its_claim(world):
     world.storage_class["reclaimPolicy"] = "Delete"
 
 
-@case("fsx-reclaim-delete-in-production", FAIL)
+@case("fsx-reclaim-delete-in-production", FAIL, (FSX_CLASS, ""))
 def prod_reclaim_policy_left_to_the_default(world):
     del world.storage_class["reclaimPolicy"]
 
@@ -510,17 +674,17 @@ def dev_file_system_deleted_with_its_claim(world):
     world.storage_class["reclaimPolicy"] = "Delete"
 
 
-@case("fsx-throughput-invalid", FAIL)
+@case("fsx-throughput-invalid", FAIL, (FSX_CLASS, "parameters.perUnitStorageThroughput"))
 def throughput_on_scratch(world):
     world.storage_class["parameters"]["perUnitStorageThroughput"] = "200"
 
 
-@case("fsx-throughput-invalid", FAIL)
+@case("fsx-throughput-invalid", FAIL, (FSX_CLASS, "parameters.perUnitStorageThroughput"))
 def persistent_1_throughput_on_persistent_2(world):
     world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="200")
 
 
-@case("fsx-throughput-invalid", FAIL)
+@case("fsx-throughput-invalid", FAIL, (FSX_CLASS, "parameters.perUnitStorageThroughput"))
 def persistent_without_throughput(world):
     world.storage_class["parameters"]["deploymentType"] = "PERSISTENT_1"
 
@@ -530,34 +694,36 @@ def persistent_2_at_250(world):
     world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250")
 
 
-@case("fsx-s3-link-invalid", FAIL)
+@case("fsx-s3-link-invalid", FAIL, (FSX_CLASS, "parameters.s3ImportPath"))
 def s3_import_on_persistent_2(world):
-    world.storage_class["parameters"].update(deploymentType="PERSISTENT_2", perUnitStorageThroughput="250",
-                                             s3ImportPath="s3://training-data")
+    world.storage_class["parameters"].update(
+        deploymentType="PERSISTENT_2", perUnitStorageThroughput="250", s3ImportPath="s3://training-data"
+    )
 
 
-@case("fsx-s3-link-invalid", FAIL)
+@case("fsx-s3-link-invalid", FAIL, (FSX_CLASS, "parameters.s3ExportPath"))
 def export_without_import(world):
     world.storage_class["parameters"]["s3ExportPath"] = "s3://training-data/export"
 
 
-@case("fsx-s3-link-invalid", FAIL)
+@case("fsx-s3-link-invalid", FAIL, (FSX_CLASS, "parameters.s3ExportPath"))
 def export_to_another_bucket(world):
     world.storage_class["parameters"].update(s3ImportPath="s3://training-data", s3ExportPath="s3://results/out")
 
 
 @case("fsx-s3-link-invalid", PASS)
 def import_and_export_in_one_bucket(world):
-    world.storage_class["parameters"].update(s3ImportPath="s3://training-data/in", s3ExportPath="s3://training-data/out",
-                                             autoImportPolicy="NEW_CHANGED")
+    world.storage_class["parameters"].update(
+        s3ImportPath="s3://training-data/in", s3ExportPath="s3://training-data/out", autoImportPolicy="NEW_CHANGED"
+    )
 
 
-@case("fsx-capacity-invalid", FAIL)
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
 def size_rounded_up(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "1000Gi"
 
 
-@case("fsx-capacity-invalid", FAIL)
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
 def scratch_2_off_step(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
 
@@ -573,7 +739,7 @@ def scratch_1_third_step(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
 
 
-@case("claim-not-read-write-many", FAIL)
+@case("claim-not-read-write-many", FAIL, (CLAIM, "spec.accessModes"))
 def shared_claim_read_write_once(world):
     world.claim["spec"]["accessModes"] = ["ReadWriteOnce"]
 
@@ -583,12 +749,22 @@ def claim_read_write_many(world):
     pass
 
 
-@case("claim-not-in-pod-namespace", FAIL)
+@case(
+    "claim-not-in-pod-namespace",
+    FAIL,
+    (JOB, f"{LAUNCHER}.volumes.0.persistentVolumeClaim.claimName"),
+    (JOB, f"{WORKER}.volumes.0.persistentVolumeClaim.claimName"),
+)
 def claim_in_other_namespace(world):
     world.claim["metadata"]["namespace"] = "data"
 
 
-@case("claim-not-in-pod-namespace", FAIL)
+@case(
+    "claim-not-in-pod-namespace",
+    FAIL,
+    (JOB, f"{LAUNCHER}.volumes.0.persistentVolumeClaim.claimName"),
+    (JOB, f"{WORKER}.volumes.0.persistentVolumeClaim.claimName"),
+)
 def claim_missing(world):
     world.claim["metadata"]["name"] = "fsx-scratch"
 
@@ -601,7 +777,8 @@ def claim_absent_from_partial_inputs(world):
 
 # --- ordering -----------------------------------------------------------------------------
 
-@case("flux-path-missing", FAIL)
+
+@case("flux-path-missing", FAIL, ("Kustomization/flux-system/training", "spec.path"))
 def training_path_missing(world):
     world.unrendered.add("training")
 
@@ -611,7 +788,7 @@ def every_path_renders(world):
     pass
 
 
-@case("dependency-missing", FAIL)
+@case("dependency-missing", FAIL, ("Kustomization/flux-system/training", "spec.dependsOn.0"))
 def depends_on_misspelt(world):
     world.kustomization("training")["spec"]["dependsOn"] = [{"name": "infra"}]
 
@@ -621,7 +798,7 @@ def depends_on_nested_kustomization(world):
     world.kustomization("training")["spec"]["dependsOn"] = [{"name": "mpi-operator"}, {"name": "infrastructure"}]
 
 
-@case("dependency-cycle", FAIL)
+@case("dependency-cycle", FAIL, ("Kustomization/flux-system/infrastructure", "spec.dependsOn"))
 def infrastructure_depends_on_training(world):
     world.kustomization("infrastructure")["spec"]["dependsOn"] = [{"name": "training"}]
 
@@ -631,7 +808,7 @@ def chain(world):
     pass
 
 
-@case("crd-not-installed", FAIL)
+@case("crd-not-installed", FAIL, (JOB, "apiVersion"))
 def no_mpi_operator(world):
     world.remove("Kustomization", "mpi-operator")
     world.remove("GitRepository", "mpi-operator")
@@ -642,12 +819,12 @@ def mpi_operator_over_ssh(world):
     world.find("GitRepository", "mpi-operator")["spec"]["url"] = "ssh://git@github.com/kubeflow/mpi-operator.git"
 
 
-@case("custom-resource-before-crd", FAIL)
+@case("custom-resource-before-crd", FAIL, (JOB, "apiVersion"))
 def training_without_depends_on(world):
     del world.kustomization("training")["spec"]["dependsOn"]
 
 
-@case("custom-resource-before-crd", FAIL)
+@case("custom-resource-before-crd", FAIL, (JOB, "apiVersion"))
 def mpijob_next_to_nested_operator(world):
     world.move("MPIJob", "infrastructure")
 
@@ -661,7 +838,7 @@ def crd_in_same_kustomization(world):
     world.add("training", crd)
 
 
-@case("crd-provider-not-waited", FAIL)
+@case("crd-provider-not-waited", FAIL, ("Kustomization/flux-system/infrastructure", "spec"))
 def infrastructure_does_not_wait(world):
     world.kustomization("infrastructure")["spec"]["wait"] = False
 
@@ -672,7 +849,7 @@ def depends_directly_on_nested(world):
     world.kustomization("training")["spec"]["dependsOn"] = [{"name": "mpi-operator"}]
 
 
-@case("flux-source-missing", FAIL)
+@case("flux-source-missing", FAIL, ("HelmRelease/flux-system/aws-fsx-csi-driver", "spec.chart.spec.sourceRef"))
 def helm_repository_missing(world):
     world.remove("HelmRepository")
 
@@ -683,20 +860,26 @@ def chart_from_oci_repository(world):
     release = world.find("HelmRelease")
     del release["spec"]["chart"]
     release["spec"]["chartRef"] = {"kind": "OCIRepository", "name": "fsx-chart"}
-    world.add("infrastructure", {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-                                 "metadata": {"name": "fsx-chart", "namespace": "flux-system"},
-                                 "spec": {"interval": "12h", "url": "oci://public.ecr.aws/example/fsx",
-                                          "ref": {"tag": "1.17.0"}}})
+    world.add(
+        "infrastructure",
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "OCIRepository",
+            "metadata": {"name": "fsx-chart", "namespace": "flux-system"},
+            "spec": {"interval": "12h", "url": "oci://public.ecr.aws/example/fsx", "ref": {"tag": "1.17.0"}},
+        },
+    )
 
 
 # --- APIs and versions --------------------------------------------------------------------
 
-@case("removed-api", FAIL)
+
+@case("removed-api", FAIL, ("HorizontalPodAutoscaler/training/scale", "apiVersion"))
 def hpa_v2beta2_on_1_34(world):
     world.add("training", _hpa("autoscaling/v2beta2", "cpu"))
 
 
-@case("removed-api", FAIL)
+@case("removed-api", FAIL, (JOB, "apiVersion"))
 def old_mpijob_version(world):
     world.mpijob["apiVersion"] = "kubeflow.org/v1alpha2"
 
@@ -707,7 +890,7 @@ def hpa_v2beta2_on_1_25(world):
     world.add("training", _hpa("autoscaling/v2beta2", "cpu"))
 
 
-@case("eks-version-unsupported", FAIL)
+@case("eks-version-unsupported", FAIL, (CLUSTER, "metadata.version"))
 def kubernetes_1_29(world):
     world.cluster["metadata"]["version"] = "1.29"
 
@@ -717,7 +900,7 @@ def kubernetes_1_35(world):
     world.cluster["metadata"]["version"] = "1.35"
 
 
-@case("ami-family-unsupported", FAIL)
+@case("ami-family-unsupported", FAIL, (CLUSTER, "managedNodeGroups.1.amiFamily"))
 def al2_on_1_34(world):
     world.gpu_group["amiFamily"] = "AmazonLinux2"
 
@@ -730,12 +913,13 @@ def al2_on_1_32(world):
 
 # --- hygiene and security -----------------------------------------------------------------
 
-@case("image-tag-latest", FAIL)
+
+@case("image-tag-latest", FAIL, (JOB, f"{WORKER}.containers.0.image"))
 def worker_on_latest(world):
     world.container("Worker")["image"] = "ghcr.io/example-org/trainer:latest"
 
 
-@case("image-tag-latest", FAIL)
+@case("image-tag-latest", FAIL, (NVIDIA_PLUGIN, "spec.template.spec.containers.0.image"))
 def plugin_untagged(world):
     world.daemonset("nvidia")["spec"]["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/k8s-device-plugin"
 
@@ -746,12 +930,12 @@ def pinned_by_digest_and_registry_port(world):
     world.container("Launcher")["image"] = "registry.example.com:5000/trainer:0.1.0"
 
 
-@case("env-literal-credential", FAIL)
+@case("env-literal-credential", FAIL, (JOB, f"{LAUNCHER}.containers.0.env.0.value"))
 def aws_secret_in_env(world):
     world.container("Launcher")["env"] = [{"name": "AWS_SECRET_ACCESS_KEY", "value": "wJalrXUtnFEMI/K7MDENG"}]
 
 
-@case("env-literal-credential", FAIL)
+@case("env-literal-credential", FAIL, (JOB, f"{WORKER}.containers.0.env.0.value"))
 def access_key_id_value(world):
     world.container("Worker")["env"] = [{"name": "S3_USER", "value": "AKIAIOSFODNN7EXAMPLE"}]
 
@@ -761,7 +945,8 @@ def secret_reference_and_token_file(world):
     world.container("Worker")["env"] = [
         {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}},
         {"name": "AWS_WEB_IDENTITY_TOKEN_FILE", "value": "/var/run/secrets/eks.amazonaws.com/token"},
-        {"name": "NCCL_DEBUG", "value": "WARN"}]
+        {"name": "NCCL_DEBUG", "value": "WARN"},
+    ]
 
 
 @case("env-literal-credential", PASS)
@@ -769,28 +954,43 @@ def settings_that_only_mention_tokens_or_secrets(world):
     world.container("Worker")["env"] = [
         {"name": "TOKENIZERS_PARALLELISM", "value": "false"},
         {"name": "MAX_TOKENS", "value": "2048"},
-        {"name": "USE_SECRETS_MANAGER", "value": "true"}]
+        {"name": "USE_SECRETS_MANAGER", "value": "true"},
+    ]
 
 
-@case("env-literal-credential", FAIL)
+@case("env-literal-credential", FAIL, (JOB, f"{WORKER}.containers.0.env.0.value"))
 def token_as_a_word(world):
     world.container("Worker")["env"] = [{"name": "HF_TOKEN", "value": "hf_abcdefghijklmnop"}]
 
 
-@case("secret-data-committed", FAIL)
+@case("secret-data-committed", FAIL, ("Secret/training/wandb", "stringData"))
 def plain_secret(world):
-    world.add("training", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": "training"},
-                           "stringData": {"api-key": "0123456789abcdef"}})
+    world.add(
+        "training",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "wandb", "namespace": "training"},
+            "stringData": {"api-key": "0123456789abcdef"},
+        },
+    )
 
 
 @case("secret-data-committed", PASS)
 def sops_secret(world):
-    world.add("training", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "wandb", "namespace": "training"},
-                           "data": {"api-key": "ENC[AES256_GCM,data:abc,type:str]"},
-                           "sops": {"version": "3.9.0", "age": []}})
+    world.add(
+        "training",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "wandb", "namespace": "training"},
+            "data": {"api-key": "ENC[AES256_GCM,data:abc,type:str]"},
+            "sops": {"version": "3.9.0", "age": []},
+        },
+    )
 
 
-@case("job-mpirun-not-mpijob", FAIL)
+@case("job-mpirun-not-mpijob", FAIL, ("Job/training/train", "spec.parallelism"))
 def parallel_job_runs_mpirun(world):
     world.add("training", _job(4, ["mpirun", "-np", "4", "python", "-m", "horovod_trainer.train"]))
 
@@ -800,7 +1000,7 @@ def single_pod_job_runs_horovodrun(world):
     world.add("training", _job(1, ["horovodrun", "-np", "2", "-H", "localhost:2", "python", "train.py"]))
 
 
-@case("hpa-on-gpu", FAIL)
+@case("hpa-on-gpu", FAIL, ("HorizontalPodAutoscaler/training/scale", "spec.metrics.0"))
 def hpa_on_gpus(world):
     world.add("training", _hpa("autoscaling/v2", "nvidia.com/gpu"))
 
@@ -810,7 +1010,7 @@ def hpa_on_cpu(world):
     world.add("training", _hpa("autoscaling/v2", "cpu"))
 
 
-@case("placeholder-value", FAIL)
+@case("placeholder-value", FAIL, (FSX_CLASS, "parameters.subnetId"))
 def subnet_placeholder(world):
     world.storage_class["parameters"]["subnetId"] = "subnet-REPLACE-ME"
 
@@ -820,12 +1020,12 @@ def real_subnet(world):
     pass
 
 
-@case("suppression-invalid", FAIL)
+@case("suppression-invalid", FAIL, (JOB, "metadata.annotations.validate.gitops/ignore-gpu-slots-mismatch"))
 def suppression_without_reason(world):
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": " "}
 
 
-@case("suppression-invalid", FAIL)
+@case("suppression-invalid", FAIL, (JOB, "metadata.annotations.validate.gitops/ignore-gpu-slot-mismatch"))
 def suppression_of_unknown_rule(world):
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slot-mismatch": "typo"}
 

@@ -15,6 +15,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
 from diff_fixtures import GitRepo, Result, copy_manifests, environments, objects  # noqa: E402
+
 from gitops_tools.diff import sides  # noqa: E402
 from gitops_tools.render import render_repository  # noqa: E402
 
@@ -46,8 +47,16 @@ def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path)
     repo.path("overlays/dev/training/notes.txt").write_text("unstaged\n")
     repo.path("clusters/dev/notes.txt").write_text("staged\n")
     repo.git("add", "clusters/dev/notes.txt")
-    state = [repo.git(*args) for args in (("status", "--porcelain=v2"), ("ls-files", "--stage"),
-                                          ("rev-parse", "HEAD"), ("branch", "--list"), ("worktree", "list"))]
+    state = [
+        repo.git(*args)
+        for args in (
+            ("status", "--porcelain=v2"),
+            ("ls-files", "--stage"),
+            ("rev-parse", "HEAD"),
+            ("branch", "--list"),
+            ("worktree", "list"),
+        )
+    ]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
 
@@ -55,9 +64,16 @@ def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path)
 
     assert (result.code, result.err) == (0, "")
     assert "No changes in the rendered manifests." in result.out
-    assert [repo.git(*args) for args in (("status", "--porcelain=v2"), ("ls-files", "--stage"),
-                                         ("rev-parse", "HEAD"), ("branch", "--list"),
-                                         ("worktree", "list"))] == state
+    assert [
+        repo.git(*args)
+        for args in (
+            ("status", "--porcelain=v2"),
+            ("ls-files", "--stage"),
+            ("rev-parse", "HEAD"),
+            ("branch", "--list"),
+            ("worktree", "list"),
+        )
+    ] == state
     assert list(scratch.iterdir()) == [], "the temporary worktree was not removed"
 
 
@@ -66,11 +82,15 @@ def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
     workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
     per_worker = int(workers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
     replicas = workers["replicas"]
-    repo.add_patch("overlays/prod/training", {
-        "target": {"kind": "MPIJob", "name": "horovod-train"},
-        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas",
-                                  "value": replicas + 2}]),
-    })
+    repo.add_patch(
+        "overlays/prod/training",
+        {
+            "target": {"kind": "MPIJob", "name": "horovod-train"},
+            "patch": yaml.safe_dump(
+                [{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas", "value": replicas + 2}]
+            ),
+        },
+    )
 
     result = repo.diff("--base", "main", "--format", "json", "--exit-code")
 
@@ -80,7 +100,9 @@ def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
     prod = envs["prod"]
     assert prod["counts"] == {"added": 0, "changed": 1, "removed": 0}
     assert (prod["mpijob_gpus"]["before"], prod["mpijob_gpus"]["after"]) == (
-        replicas * per_worker, (replicas + 2) * per_worker)
+        replicas * per_worker,
+        (replicas + 2) * per_worker,
+    )
     diff = objects(prod)[MPIJOB]["diff"]
     assert f"-      replicas: {replicas}\n+      replicas: {replicas + 2}" in diff
     titles = notice_titles(prod, MPIJOB)
@@ -92,11 +114,15 @@ def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
 def test_scaling_workers_in_markdown_puts_the_summary_first(repo):
     job = find(repo, "prod", "MPIJob", "horovod-train")
     replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
-    repo.add_patch("overlays/prod/training", {
-        "target": {"kind": "MPIJob"},
-        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas",
-                                  "value": replicas + 1}]),
-    })
+    repo.add_patch(
+        "overlays/prod/training",
+        {
+            "target": {"kind": "MPIJob"},
+            "patch": yaml.safe_dump(
+                [{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas", "value": replicas + 1}]
+            ),
+        },
+    )
 
     result = repo.diff("--base", "main", "--format", "markdown")
 
@@ -125,15 +151,21 @@ def test_changing_the_image_changes_each_mpijob_and_nothing_else(repo):
         assert list(objects(env)) == [MPIJOB], name
         diff = objects(env)[MPIJOB]["diff"]
         assert f":{old_tag}" in diff and ":9.9.9-test" in diff
-        assert all(line.startswith(("-", "+")) is ("image:" in line) for line in diff.splitlines()
-                   if not line.startswith("@@") and line.strip()), diff
+        assert all(
+            line.startswith(("-", "+")) is ("image:" in line)
+            for line in diff.splitlines()
+            if not line.startswith("@@") and line.strip()
+        ), diff
 
 
 def test_head_ref_ignores_the_working_tree(repo):
-    repo.add_patch("overlays/dev/training", {
-        "target": {"kind": "MPIJob"},
-        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
-    })
+    repo.add_patch(
+        "overlays/dev/training",
+        {
+            "target": {"kind": "MPIJob"},
+            "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
+        },
+    )
     result = repo.diff("--base", "main", "--head", "main", "--exit-code")
     assert (result.code, result.err) == (0, "")
     assert "No changes" in result.out
@@ -204,16 +236,23 @@ def test_a_claim_flux_does_not_prune_is_left_on_the_cluster(repo):
 
 
 def secret_manifest(api_key: str) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "tracking", "namespace": "training"},
-            "type": "Opaque", "stringData": {"api-key": api_key, "user": "alice"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "tracking", "namespace": "training"},
+        "type": "Opaque",
+        "stringData": {"api-key": api_key, "user": "alice"},
+    }
 
 
 def env_patch(token: str) -> dict:
     value = [{"name": "TRACKING_TOKEN", "value": token}, {"name": "LOG_LEVEL", "value": "debug"}]
-    return {"target": {"kind": "MPIJob"},
-            "patch": yaml.safe_dump([{"op": "add", "value": value,
-                                      "path": "/spec/mpiReplicaSpecs/Launcher/template/spec/containers/0/env"}])}
+    return {
+        "target": {"kind": "MPIJob"},
+        "patch": yaml.safe_dump(
+            [{"op": "add", "value": value, "path": "/spec/mpiReplicaSpecs/Launcher/template/spec/containers/0/env"}]
+        ),
+    }
 
 
 def test_secret_values_never_appear(repo):
@@ -226,13 +265,19 @@ def test_secret_values_never_appear(repo):
     kustomization["patches"][-1] = env_patch("second-token-value")
     repo.write_yaml(f"{folder}/kustomization.yaml", kustomization)
 
-    outputs = {fmt: repo.diff("--base", "main", "--env", "dev", "--format", fmt).out
-               for fmt in ("text", "markdown", "json")}
+    outputs = {
+        fmt: repo.diff("--base", "main", "--env", "dev", "--format", fmt).out for fmt in ("text", "markdown", "json")
+    }
     added = repo.diff("--base", "main~1", "--head", "main", "--env", "dev", "--format", "json")
 
     for text in [*outputs.values(), added.out]:
-        for value in ("first-api-key-value", "second-api-key-value", "first-token-value", "second-token-value",
-                      "alice"):
+        for value in (
+            "first-api-key-value",
+            "second-api-key-value",
+            "first-token-value",
+            "second-token-value",
+            "alice",
+        ):
             assert value not in text
     changed = objects(environments(Result(0, outputs["json"], ""))["dev"])
     secret_diff = changed["Secret training/tracking"]["diff"]
@@ -250,9 +295,11 @@ def test_secret_values_never_appear(repo):
 def launcher_secrets_patch(api_key: str, password: str) -> dict:
     container = "/spec/mpiReplicaSpecs/Launcher/template/spec/containers/0"
     database = f"postgresql://trainer:{password}@results-db:5432/runs"
-    operations = [{"op": "add", "path": f"{container}/args/-", "value": "-x"},
-                  {"op": "add", "path": f"{container}/args/-", "value": f"WANDB_API_KEY={api_key}"},
-                  {"op": "add", "path": f"{container}/env", "value": [{"name": "RESULTS_DB", "value": database}]}]
+    operations = [
+        {"op": "add", "path": f"{container}/args/-", "value": "-x"},
+        {"op": "add", "path": f"{container}/args/-", "value": f"WANDB_API_KEY={api_key}"},
+        {"op": "add", "path": f"{container}/env", "value": [{"name": "RESULTS_DB", "value": database}]},
+    ]
     return {"target": {"kind": "MPIJob"}, "patch": yaml.safe_dump(operations)}
 
 
@@ -289,8 +336,9 @@ def test_comment_and_formatting_changes_show_nothing(repo):
     files = sorted(repo.root.glob("clusters/**/*.yaml")) + sorted(repo.root.glob("overlays/**/*.yaml"))
     for path in files:
         documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
-        dumped = [yaml.safe_dump(reformat(doc), sort_keys=False, default_flow_style=True, width=50)
-                  for doc in documents]
+        dumped = [
+            yaml.safe_dump(reformat(doc), sort_keys=False, default_flow_style=True, width=50) for doc in documents
+        ]
         path.write_text("# reformatted for the test\n" + "---\n# a comment between documents\n".join(dumped))
     assert repo.git("diff", "--stat"), "nothing was reformatted"
 
@@ -354,10 +402,13 @@ def test_one_run_prints_text_and_writes_markdown_rendering_each_side_once(repo, 
         return render_repository(tree, names)
 
     monkeypatch.setattr(sides, "render_repository", counting_render)
-    repo.add_patch("overlays/dev/training", {
-        "target": {"kind": "MPIJob"},
-        "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
-    })
+    repo.add_patch(
+        "overlays/dev/training",
+        {
+            "target": {"kind": "MPIJob"},
+            "patch": yaml.safe_dump([{"op": "replace", "path": "/spec/runPolicy/backoffLimit", "value": 9}]),
+        },
+    )
     markdown_file = tmp_path / "out" / "diff.md"
 
     result = repo.diff("--base", "main", "--markdown-output", str(markdown_file))

@@ -6,21 +6,25 @@ from __future__ import annotations
 import copy
 
 import pytest
+from diff_objects import annotated, claim, cluster_config, environment, manifest, mpijob, storage_class
 
 from gitops_tools.diff import impact, masking
 from gitops_tools.diff.formats import markdown
-from gitops_tools.diff.model import (CHANGED, DANGER, INFO, WARNING, EnvironmentDiff, Key, ObjectChange, Report,
-                                     Side)
+from gitops_tools.diff.model import CHANGED, DANGER, INFO, WARNING, EnvironmentDiff, Key, ObjectChange, Report, Side
 from gitops_tools.diff.pairing import unified
 from gitops_tools.diff.report import build_report
-from gitops_tools.manifests import Environment, FluxKustomization, Manifest
 
 # --- masking ---------------------------------------------------------------------------------------
 
 
 def secret(**string_data) -> dict:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"},
-            "data": {"token": "c2VjcmV0"}, "stringData": dict(string_data)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "n"},
+        "data": {"token": "c2VjcmV0"},
+        "stringData": dict(string_data),
+    }
 
 
 def pod(*env: tuple[str, str]) -> dict:
@@ -28,9 +32,22 @@ def pod(*env: tuple[str, str]) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container]}}
 
 
-@pytest.mark.parametrize("name", ["PASSWORD", "db_password", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                  "GITHUB_TOKEN", "apiKey", "WANDB_API_KEY", "SERVICE_CREDENTIALS",
-                                  "aws-session-token", "PRIVATE_KEY_PEM", "DATABASE_DSN"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PASSWORD",
+        "db_password",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "GITHUB_TOKEN",
+        "apiKey",
+        "WANDB_API_KEY",
+        "SERVICE_CREDENTIALS",
+        "aws-session-token",
+        "PRIVATE_KEY_PEM",
+        "DATABASE_DSN",
+    ],
+)
 def test_credential_names_are_recognised(name):
     assert masking.looks_like_credential(name)
 
@@ -58,9 +75,14 @@ def test_a_changed_value_is_marked_before_and_after_and_an_unchanged_one_is_not(
 
 
 def test_credential_env_values_are_masked_wherever_the_env_list_is():
-    mpijob = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "j"},
-              "spec": {"mpiReplicaSpecs": {"Launcher": {"template": pod(("AWS_SECRET_ACCESS_KEY", "abc"),
-                                                                        ("EPOCHS", "20"))}}}}
+    mpijob = {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": {"name": "j"},
+        "spec": {
+            "mpiReplicaSpecs": {"Launcher": {"template": pod(("AWS_SECRET_ACCESS_KEY", "abc"), ("EPOCHS", "20"))}}
+        },
+    }
     masked = masking.mask(mpijob)
     env = masked["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "AWS_SECRET_ACCESS_KEY", "value": "***"}, {"name": "EPOCHS", "value": "20"}]
@@ -81,13 +103,17 @@ def test_a_diff_of_a_changed_secret_says_so_without_the_values():
 
 
 def test_a_password_in_a_url_is_masked_whatever_the_variable_is_called():
-    before, after = masking.mask_pair(pod(("DATABASE_URL", "postgres://alice:hunter2@db:5432/runs")),
-                                      pod(("DATABASE_URL", "postgres://alice:hunter3@db-2:5432/runs")))
+    before, after = masking.mask_pair(
+        pod(("DATABASE_URL", "postgres://alice:hunter2@db:5432/runs")),
+        pod(("DATABASE_URL", "postgres://alice:hunter3@db-2:5432/runs")),
+    )
     assert before["spec"]["containers"][0]["env"][0]["value"] == "postgres://alice:*** (before)@db:5432/runs"
     assert after["spec"]["containers"][0]["env"][0]["value"] == "postgres://alice:*** (after)@db-2:5432/runs"
     same = masking.mask(pod(("CACHE", "redis://:pw@cache:6379"), ("SITE", "https://example.com:8443/x")))
     assert [e["value"] for e in same["spec"]["containers"][0]["env"]] == [
-        "redis://:***@cache:6379", "https://example.com:8443/x"]
+        "redis://:***@cache:6379",
+        "https://example.com:8443/x",
+    ]
 
 
 def launcher(*command: str) -> dict:
@@ -97,21 +123,46 @@ def launcher(*command: str) -> dict:
 
 
 def test_mpirun_exports_of_credentials_are_masked_in_command_and_args():
-    masked = masking.mask(launcher("mpirun", "-x", "WANDB_API_KEY=k3y-value", "-x", "NCCL_DEBUG=INFO", "-x",
-                                   "LD_LIBRARY_PATH", "python", "train.py"))
+    masked = masking.mask(
+        launcher(
+            "mpirun",
+            "-x",
+            "WANDB_API_KEY=k3y-value",
+            "-x",
+            "NCCL_DEBUG=INFO",
+            "-x",
+            "LD_LIBRARY_PATH",
+            "python",
+            "train.py",
+        )
+    )
     assert masked["spec"]["containers"][0]["command"] == [
-        "mpirun", "-x", "WANDB_API_KEY=***", "-x", "NCCL_DEBUG=INFO", "-x", "LD_LIBRARY_PATH", "python", "train.py"]
+        "mpirun",
+        "-x",
+        "WANDB_API_KEY=***",
+        "-x",
+        "NCCL_DEBUG=INFO",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "python",
+        "train.py",
+    ]
     script = "mpirun -np 4 -x HF_TOKEN=tok-value -x EPOCHS=3 -x DB=mysql://u:pw-value@db python train.py"
     masked = masking.mask(launcher("/bin/sh", "-c", script))
     assert masked["spec"]["containers"][0]["command"][2] == (
-        "mpirun -np 4 -x HF_TOKEN=*** -x EPOCHS=3 -x DB=mysql://u:***@db python train.py")
+        "mpirun -np 4 -x HF_TOKEN=*** -x EPOCHS=3 -x DB=mysql://u:***@db python train.py"
+    )
 
 
 def test_a_changed_export_is_marked_and_an_unchanged_one_is_not():
-    before, after = masking.mask_pair(launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 2 run"),
-                                      launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 4 run"))
+    before, after = masking.mask_pair(
+        launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 2 run"),
+        launcher("sh", "-c", "mpirun -x API_TOKEN=one -np 4 run"),
+    )
     assert (before["spec"]["containers"][0]["command"][2], after["spec"]["containers"][0]["command"][2]) == (
-        "mpirun -x API_TOKEN=*** -np 2 run", "mpirun -x API_TOKEN=*** -np 4 run")
+        "mpirun -x API_TOKEN=*** -np 2 run",
+        "mpirun -x API_TOKEN=*** -np 4 run",
+    )
     text, _, _ = unified(launcher("mpirun", "-x", "API_TOKEN=one"), launcher("mpirun", "-x", "API_TOKEN=two"), 3)
     assert "one" not in text and "two" not in text
     assert "-    - API_TOKEN=*** (before)\n+    - API_TOKEN=*** (after)" in text
@@ -125,29 +176,12 @@ def test_a_config_map_is_not_masked():
 # --- impact figures ----------------------------------------------------------------------------------
 
 
-def manifest(doc: dict, env: str = "prod", source: str = "training") -> Manifest:
-    return Manifest(doc=doc, file="test.yaml", env=env, source=source)
-
-
-def mpijob(workers: int, gpus: int, launcher_gpus: int = 0) -> dict:
-    def template(count):
-        resources = {"limits": {"nvidia.com/gpu": count}} if count else {}
-        return {"spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}
-    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "train", "namespace": "t"},
-            "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": template(launcher_gpus)},
-                                         "Worker": {"replicas": workers, "template": template(gpus)}}}}
-
-
-def cluster_config(max_size, instance_type: str = "p4d.24xlarge") -> dict:
-    return {"apiVersion": "eksctl.io/v1alpha5", "kind": "ClusterConfig", "metadata": {"name": "c"},
-            "managedNodeGroups": [{"name": "system", "instanceType": "m6i.xlarge", "maxSize": 3},
-                                  {"name": "gpu", "instanceType": instance_type, "maxSize": max_size}]}
-
-
 def test_mpijob_gpus_are_replicas_times_gpus_per_pod():
     assert impact.mpijob_gpus(manifest(mpijob(workers=4, gpus=8))) == (32, ["4 workers x 8"])
     assert impact.mpijob_gpus(manifest(mpijob(workers=2, gpus=1, launcher_gpus=1))) == (
-        3, ["1 launcher x 1", "2 workers x 1"])
+        3,
+        ["1 launcher x 1", "2 workers x 1"],
+    )
 
 
 def test_an_init_container_counts_when_it_needs_more_than_the_containers():
@@ -167,35 +201,6 @@ def test_gpu_capacity_is_max_size_times_gpus_per_instance():
 # --- hazards -------------------------------------------------------------------------------------------
 
 
-def flux_kustomization(name: str, prune: bool = True, depends_on=(), force: bool = False) -> FluxKustomization:
-    doc = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-           "metadata": {"name": name, "namespace": "flux-system"},
-           "spec": {"path": f"./{name}", "prune": prune, "force": force}}
-    return FluxKustomization(manifest=manifest(doc, source=""), path=name, depends_on=list(depends_on))
-
-
-def storage_class(**fields) -> dict:
-    doc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fsx"},
-           "provisioner": "fsx.csi.aws.com", "parameters": {"deploymentType": "SCRATCH_2"},
-           "allowVolumeExpansion": True}
-    doc.update(fields)
-    return doc
-
-
-def claim(size: str = "1200Gi", storage_class_name: str = "fsx", modes=("ReadWriteMany",)) -> dict:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "t"},
-            "spec": {"accessModes": list(modes), "storageClassName": storage_class_name,
-                     "resources": {"requests": {"storage": size}}}}
-
-
-def environment(objects: list[dict], prune: bool = True, force: bool = False) -> Environment:
-    infrastructure = flux_kustomization("infrastructure", prune, force=force)
-    training = flux_kustomization("training", prune, depends_on=["infrastructure"], force=force)
-    infrastructure.objects = [manifest(d, source="infrastructure") for d in objects if d["kind"] == "StorageClass"]
-    training.objects = [manifest(d, source="training") for d in objects if d["kind"] != "StorageClass"]
-    return Environment("prod", [infrastructure, training])
-
-
 def report_notices(before: list[dict], after: list[dict], **env_options) -> list:
     side = Side("x", "x", "x")
     report = build_report(side, [environment(before, **env_options)], side, [environment(after, **env_options)])
@@ -209,8 +214,9 @@ def test_storage_class_parameters_cannot_change_in_place():
 
 def test_the_notice_names_the_kustomization_that_fails_and_who_waits():
     side = Side("x", "x", "x")
-    report = build_report(side, [environment([storage_class()])], side,
-                          [environment([storage_class(reclaimPolicy="Retain")])])
+    report = build_report(
+        side, [environment([storage_class()])], side, [environment([storage_class(reclaimPolicy="Retain")])]
+    )
     [(_, notice)] = report.notices
     assert "`infrastructure` fails to apply; `training` waits for it" in notice.message
     assert "`reclaimPolicy`" in notice.message
@@ -218,8 +224,12 @@ def test_the_notice_names_the_kustomization_that_fails_and_who_waits():
 
 def test_with_force_flux_recreates_instead_of_failing():
     side = Side("x", "x", "x")
-    report = build_report(side, [environment([storage_class()], force=True)], side,
-                          [environment([storage_class(provisioner="other")], force=True)])
+    report = build_report(
+        side,
+        [environment([storage_class()], force=True)],
+        side,
+        [environment([storage_class(provisioner="other")], force=True)],
+    )
     [(_, notice)] = report.notices
     assert notice.message.count("Flux deletes and re-creates it") == 1 and "fails to apply" not in notice.message
 
@@ -231,34 +241,48 @@ def test_a_storage_class_change_that_is_allowed_says_nothing():
 def test_a_claim_cannot_shrink_or_change_class_but_can_grow():
     sc = storage_class()
     assert report_notices([sc, claim("2400Gi")], [sc, claim("1200Gi")]) == [
-        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")]
+        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")
+    ]
     assert report_notices([sc, claim()], [sc, claim(storage_class_name="other")]) == [
-        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")]
+        (DANGER, "PersistentVolumeClaim t/data", "cannot change in place")
+    ]
     assert report_notices([sc, claim("1200Gi")], [sc, claim("2.4Ti")]) == [
-        (INFO, "PersistentVolumeClaim t/data", "volume grows")]
+        (INFO, "PersistentVolumeClaim t/data", "volume grows")
+    ]
 
 
 def test_a_job_template_and_a_daemonset_selector_cannot_change_in_place():
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "t"},
-           "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "a:1"}]}}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "t"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "a:1"}]}}},
+    }
     new_job = copy.deepcopy(job)
     new_job["spec"]["template"]["spec"]["containers"][0]["image"] = "a:2"
-    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "t"},
-                 "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {}}}
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "d", "namespace": "t"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {}},
+    }
     new_daemonset = copy.deepcopy(daemonset)
     new_daemonset["spec"]["selector"]["matchLabels"]["app"] = "e"
     assert report_notices([job, daemonset], [new_job, new_daemonset]) == [
-        (DANGER, "DaemonSet t/d", "cannot change in place"), (DANGER, "Job t/j", "cannot change in place")]
+        (DANGER, "DaemonSet t/d", "cannot change in place"),
+        (DANGER, "Job t/j", "cannot change in place"),
+    ]
 
 
 def test_a_removed_claim_loses_data_only_where_flux_prunes_and_the_class_deletes():
     assert report_notices([storage_class(), claim()], [storage_class()]) == [
-        (DANGER, "PersistentVolumeClaim t/data", "data loss")]
+        (DANGER, "PersistentVolumeClaim t/data", "data loss")
+    ]
     retain = storage_class(reclaimPolicy="Retain")
-    assert report_notices([retain, claim()], [retain]) == [
-        (WARNING, "PersistentVolumeClaim t/data", "volume released")]
+    assert report_notices([retain, claim()], [retain]) == [(WARNING, "PersistentVolumeClaim t/data", "volume released")]
     assert report_notices([storage_class(), claim()], [storage_class()], prune=False) == [
-        (INFO, "Kustomization training", "left on the cluster")]
+        (INFO, "Kustomization training", "left on the cluster")
+    ]
 
 
 def test_removing_an_fsx_class_with_its_claims_is_data_loss():
@@ -277,28 +301,30 @@ def test_more_mpijob_gpus_than_nodes_hold_is_flagged():
     assert (WARNING, "GPU capacity", "not enough GPUs") in [(n.severity, n.resource, n.title) for n in env.notices]
 
 
-def annotated(doc: dict, place: str = "annotations", **settings: str) -> dict:
-    """A copy of `doc` with Flux settings as annotations (or labels): prune="disabled" and so on."""
-    doc = copy.deepcopy(doc)
-    doc["metadata"].setdefault(place, {}).update({f"kustomize.toolkit.fluxcd.io/{k}": v for k, v in settings.items()})
-    return doc
-
-
 def test_flux_keeps_a_removed_object_that_opts_out_of_pruning():
-    for kept in (annotated(claim(), prune="disabled"), annotated(claim(), "labels", prune="Disabled"),
-                 annotated(claim(), reconcile="disabled")):
+    for kept in (
+        annotated(claim(), prune="disabled"),
+        annotated(claim(), "labels", prune="Disabled"),
+        annotated(claim(), reconcile="disabled"),
+    ):
         assert report_notices([storage_class(), kept], [storage_class()]) == [
-            (INFO, "PersistentVolumeClaim t/data", "left on the cluster")]
+            (INFO, "PersistentVolumeClaim t/data", "left on the cluster")
+        ]
     # Its FSx class going too deletes no data: the kept claim keeps its file system.
     assert report_notices([storage_class(), annotated(claim(), prune="disabled")], []) == [
         (WARNING, "StorageClass fsx", "FSx class removed"),
-        (INFO, "PersistentVolumeClaim t/data", "left on the cluster")]
+        (INFO, "PersistentVolumeClaim t/data", "left on the cluster"),
+    ]
 
 
 def test_the_left_on_the_cluster_notice_names_the_setting():
     side = Side("x", "x", "x")
-    report = build_report(side, [environment([storage_class(), annotated(claim(), prune="disabled")])], side,
-                          [environment([storage_class()])])
+    report = build_report(
+        side,
+        [environment([storage_class(), annotated(claim(), prune="disabled")])],
+        side,
+        [environment([storage_class()])],
+    )
     [(_, notice)] = report.notices
     assert "`kustomize.toolkit.fluxcd.io/prune: disabled`" in notice.message and "Flux leaves it" in notice.message
 
@@ -318,10 +344,12 @@ def test_flux_does_not_apply_a_change_to_an_object_it_only_creates_or_ignores():
         assert report_notices([old], [new]) == [(WARNING, "StorageClass fsx", "Flux does not apply it")], settings
     # The object in the cluster still has reconcile: disabled, so removing it in Git changes nothing either.
     assert report_notices([annotated(storage_class(), reconcile="disabled")], [storage_class(**changed)]) == [
-        (WARNING, "StorageClass fsx", "Flux does not apply it")]
+        (WARNING, "StorageClass fsx", "Flux does not apply it")
+    ]
     # IfNotPresent only counts in Git: without it there, Flux applies the change (and fails on it).
     assert report_notices([annotated(storage_class(), ssa="IfNotPresent")], [storage_class(**changed)]) == [
-        (DANGER, "StorageClass fsx", "cannot change in place")]
+        (DANGER, "StorageClass fsx", "cannot change in place")
+    ]
 
 
 def test_force_also_works_as_a_label_in_any_case():
@@ -348,8 +376,16 @@ def big_report(objects: int, lines_per_object: int) -> Report:
     changes = []
     for number in range(objects):
         diff = "@@ -1,1 +1,1 @@\n" + "\n".join(f"+  line {i}: {'x' * 60}" for i in range(lines_per_object))
-        changes.append(ObjectChange(key=Key("prod", "apps", "Deployment", "t", f"app-{number:03d}"), status=CHANGED,
-                                    before=None, after=None, diff=diff, additions=lines_per_object))
+        changes.append(
+            ObjectChange(
+                key=Key("prod", "apps", "Deployment", "t", f"app-{number:03d}"),
+                status=CHANGED,
+                before=None,
+                after=None,
+                diff=diff,
+                additions=lines_per_object,
+            )
+        )
     environments = [EnvironmentDiff("prod", CHANGED, changes)]
     return Report(Side("main (abc)", "main", "abc"), Side("working tree", "", ""), environments)
 
@@ -361,14 +397,14 @@ def test_a_small_comment_is_complete():
 
 
 def test_a_big_comment_stays_under_githubs_limit_and_says_what_it_cut():
-    report = big_report(300, 40)   # about 900,000 characters of diff
+    report = big_report(300, 40)  # about 900,000 characters of diff
     body = markdown.render(report, full_diff_hint="Run `scripts/diff --base abc` for the full diff.")
     assert len(body) <= markdown.DEFAULT_LIMIT < markdown.GITHUB_LIMIT
     shown = body.count("<details><summary>~ <code>Deployment t/app-")
     assert 0 < shown < 300
-    note = body[body.index("> [!NOTE]"):].split("\n\n", 1)[0]
+    note = body[body.index("> [!NOTE]") :].split("\n\n", 1)[0]
     assert f"The diffs of {300 - shown} objects were left out" in note
-    assert f"`prod: Deployment t/app-{shown:03d}`" in note     # the first one cut is named
+    assert f"`prod: Deployment t/app-{shown:03d}`" in note  # the first one cut is named
     assert f"and {300 - shown - 20} more" in note
     assert "scripts/diff --base abc" in note
     assert body.index("| Environment |") < body.index("> [!NOTE]") < body.index("<details>")
@@ -417,18 +453,29 @@ def test_an_object_moved_between_kustomizations_is_a_change_even_with_equal_cont
     assert (change.status, change.moved_from, change.diff) == (CHANGED, "training", "")
     [(_, notice)] = report.notices
     assert (notice.severity, notice.title) == (DANGER, "moves between Kustomizations")
-    assert ("If `training` reconciles first, it prunes the object and `infrastructure` creates it again"
-            in notice.message)
+    assert (
+        "If `training` reconciles first, it prunes the object and `infrastructure` creates it again" in notice.message
+    )
     assert "Content unchanged." in markdown.render(report)
 
 
 def test_malformed_objects_are_diffed_without_crashing():
     # The schema check reports these; diff must still show them, not fail with a traceback.
-    odd = [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "t"},
-            "spec": ["not", "a", "mapping"]},
-           {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "annotations": "oops"}, "data": "c2VjcmV0"},
-           {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "j", "namespace": "t"},
-            "spec": {"mpiReplicaSpecs": {"Worker": {"replicas": "many", "template": []}}, "runPolicy": []}}]
+    odd = [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "t"},
+            "spec": ["not", "a", "mapping"],
+        },
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "annotations": "oops"}, "data": "c2VjcmV0"},
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": {"name": "j", "namespace": "t"},
+            "spec": {"mpiReplicaSpecs": {"Worker": {"replicas": "many", "template": []}}, "runPolicy": []},
+        },
+    ]
     changed = copy.deepcopy(odd)
     for doc in changed:
         doc["extra"] = True

@@ -60,7 +60,7 @@ def test_updates_one_marked_comment_from_a_file():
     assert marker.startswith("<!--") and marker.endswith("-->")
     [post] = [s for s in steps() if "gh api" in s.get("run", "")]
     script = post["run"]
-    assert "startswith(\\\"$MARKER\\\")" in script
+    assert 'startswith(\\"$MARKER\\")' in script
     assert "--method PATCH" in script and "--method POST" in script
     assert script.count('-F "body=@$RUNNER_TEMP/comment.md"') == 2
     assert "GITHUB_OUTPUT" not in WORKFLOW.read_text()
@@ -85,8 +85,14 @@ def test_comments_only_where_the_token_can_write_and_also_when_the_diff_failed()
 
 def run_step(name: str, folder: Path, env: dict) -> subprocess.CompletedProcess:
     """One step's script the way GitHub runs it (bash -e), in `folder`."""
-    return subprocess.run(["bash", "-e", "-c", step(name)["run"]], cwd=folder, env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", "-e", "-c", step(name)["run"]],
+        cwd=folder,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def fake_diff(folder: Path, script: str) -> dict:
@@ -95,9 +101,15 @@ def fake_diff(folder: Path, script: str) -> dict:
     fake.parent.mkdir()
     fake.write_text(f"#!/bin/bash\n{script}\n")
     fake.chmod(0o755)
-    return {"RUNNER_TEMP": str(folder), "MARKER": marker(), "GITHUB_STEP_SUMMARY": str(folder / "summary.md"),
-            "HEAD_SHA": "0123456789abcdef", "GITHUB_SERVER_URL": "https://github.com",
-            "GITHUB_REPOSITORY": "org/repo", "GITHUB_RUN_ID": "42"}
+    return {
+        "RUNNER_TEMP": str(folder),
+        "MARKER": marker(),
+        "GITHUB_STEP_SUMMARY": str(folder / "summary.md"),
+        "HEAD_SHA": "0123456789abcdef",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "org/repo",
+        "GITHUB_RUN_ID": "42",
+    }
 
 
 def marker() -> str:

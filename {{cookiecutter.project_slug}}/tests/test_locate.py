@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from gitops_tools import kustomize
 from gitops_tools.locate import Locator
-from gitops_tools.manifests import parse_stream, read_file
+from gitops_tools.model import parse_stream, read_file
 
 BASE = """---
 apiVersion: apps/v1
@@ -66,10 +67,10 @@ IMAGE = """---
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("tree")
-    for folder, files in {"base": {"kustomization.yaml": "---\nresources:\n  - deployment.yaml\n",
-                                   "deployment.yaml": BASE},
-                          "overlay": {"kustomization.yaml": OVERLAY, "replicas.yaml": REPLICAS,
-                                      "image.yaml": IMAGE}}.items():
+    for folder, files in {
+        "base": {"kustomization.yaml": "---\nresources:\n  - deployment.yaml\n", "deployment.yaml": BASE},
+        "overlay": {"kustomization.yaml": OVERLAY, "replicas.yaml": REPLICAS, "image.yaml": IMAGE},
+    }.items():
         (tmp_path / folder).mkdir()
         for name, text in files.items():
             (tmp_path / folder / name).write_text(text)
@@ -81,13 +82,21 @@ def line_of(text: str, needle: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-@pytest.mark.parametrize("path, file, text, needle", [
-    (("spec", "replicas"), "overlay/replicas.yaml", REPLICAS, "replicas: 3"),
-    (("spec", "template", "spec", "containers", 0, "image"), "overlay/image.yaml", IMAGE, "value: serve:2.0"),
-    (("spec", "template", "spec", "containers", 0, "args", 1), "overlay/kustomization.yaml", OVERLAY, "value: [--port"),
-    (("spec", "selector", "matchLabels"), "base/deployment.yaml", BASE, "matchLabels:"),
-    ((), "base/deployment.yaml", BASE, "apiVersion"),
-])
+@pytest.mark.parametrize(
+    "path, file, text, needle",
+    [
+        (("spec", "replicas"), "overlay/replicas.yaml", REPLICAS, "replicas: 3"),
+        (("spec", "template", "spec", "containers", 0, "image"), "overlay/image.yaml", IMAGE, "value: serve:2.0"),
+        (
+            ("spec", "template", "spec", "containers", 0, "args", 1),
+            "overlay/kustomization.yaml",
+            OVERLAY,
+            "value: [--port",
+        ),
+        (("spec", "selector", "matchLabels"), "base/deployment.yaml", BASE, "matchLabels:"),
+        ((), "base/deployment.yaml", BASE, "apiVersion"),
+    ],
+)
 def test_rendered_field_points_at_its_source(tree, path, file, text, needle):
     root, manifest = tree
     assert Locator(root).locate(manifest, path) == (file, line_of(text, needle))
@@ -96,7 +105,10 @@ def test_rendered_field_points_at_its_source(tree, path, file, text, needle):
 def test_plain_file_document(tmp_path):
     (tmp_path / "two.yaml").write_text(REPLICAS + BASE.replace("name: serve", "name: other", 1))
     other = read_file(tmp_path / "two.yaml", tmp_path)[1]
-    assert Locator(tmp_path).locate(other, ("spec", "replicas")) == ("two.yaml", line_of(REPLICAS + BASE, "replicas: 1"))
+    assert Locator(tmp_path).locate(other, ("spec", "replicas")) == (
+        "two.yaml",
+        line_of(REPLICAS + BASE, "replicas: 1"),
+    )
 
 
 def test_unknown_source_is_line_zero(tmp_path):

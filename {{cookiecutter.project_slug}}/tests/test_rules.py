@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
-from gitops_tools import rules, validate
-from gitops_tools.locate import Locator
-from gitops_tools.rules.registry import Rule, register
 from rule_cases import CASES, FAIL, PASS
 from world import World
 
+from gitops_tools import rules
+from gitops_tools.locate import Locator
+from gitops_tools.rules import registry
+from gitops_tools.rules.registry import Finding, Rule, register
+from gitops_tools.validate import pipeline
+
 
 def evaluate(world: World, checker, tmp_path):
-    return validate.evaluate([world.scope()], checker, Locator(tmp_path))
+    return pipeline.evaluate([world.scope()], checker, Locator(tmp_path))
 
 
 def run_case(case, checker, tmp_path):
@@ -25,18 +29,22 @@ def run_case(case, checker, tmp_path):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
         paths.append(tmp_path / name)
-    return validate.validate(validate.Options(paths=paths))
+    return pipeline.validate(pipeline.Options(paths=paths))
+
+
+def where(finding) -> tuple[str, str]:
+    """(object, field path) of a finding; (\"\", file:line) for one about a file."""
+    if finding.resource:
+        return finding.resource, finding.path
+    return "", f"{Path(finding.file).name}:{finding.line}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case(case, checker, tmp_path, in_repo):
     result = run_case(case, checker, tmp_path)
     fired = [f for f in result.findings if f.rule == case.rule]
-    if case.outcome == FAIL:
-        assert fired, f"{case.rule} did not fire; findings: {[(f.rule, f.message) for f in result.findings]}"
-        assert all(f.message and f.remediation for f in fired)
-    else:
-        assert not fired, [f.message for f in fired]
+    assert sorted(where(f) for f in fired) == sorted(case.expect), [(f.resource, f.path, f.message) for f in fired]
+    assert all(f.message and f.remediation for f in fired)
 
 
 def test_every_rule_has_failing_and_passing_cases():
@@ -61,16 +69,27 @@ def test_catalogue_is_well_formed():
         assert "\n" not in rule.description and rule.docs, rule.id
 
 
-@pytest.mark.parametrize("change, problem", [
-    ({"id": "NoKebab"}, "kebab-case"),
-    ({"id": "gpu-slots-mismatch"}, "duplicate"),
-    ({"remediation": "Do this"}, "period"),
-    ({"severity": "fatal"}, "severity"),
-    ({"requires": ("kubeconfig",)}, "context"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        ({"id": "NoKebab"}, "kebab-case"),
+        ({"id": "gpu-slots-mismatch"}, "duplicate"),
+        ({"remediation": "Do this"}, "period"),
+        ({"severity": "fatal"}, "severity"),
+        ({"requires": ("kubeconfig",)}, "context"),
+        ({"category": "Networking"}, "category 'Networking' is not one of the catalogue's"),
+    ],
+)
 def test_registry_rejects_bad_rules(change, problem):
-    fields = dict(id="example-rule", severity="error", description="Something is off", remediation="Fix it.",
-                  docs="Why.", category="GPUs", check=lambda scope: [])
+    fields = {
+        "id": "example-rule",
+        "severity": "error",
+        "description": "Something is off",
+        "remediation": "Fix it.",
+        "docs": "Why.",
+        "category": "GPUs",
+        "check": lambda scope: [],
+    }
     with pytest.raises(ValueError, match=problem):
         register(Rule(**{**fields, **change}))
 
@@ -89,7 +108,7 @@ def test_latest_image_is_an_error_in_prod_and_a_warning_elsewhere(checker, tmp_p
 def test_suppression_with_reason_reports_skipped(checker, tmp_path):
     world = World()
     world.mpijob["spec"]["slotsPerWorker"] = 4
-    world.launcher_args[1] = "8"
+    world.launcher_command[world.launcher_command.index("-np") + 1] = "8"
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": "benchmark of 4 ranks"}
     result = evaluate(world, checker, tmp_path)
     assert not [f for f in result.findings if f.rule == "gpu-slots-mismatch"]
@@ -128,7 +147,7 @@ def test_schemas_follow_the_cluster_version(checker, tmp_path):
     """A field added in a later Kubernetes release is unknown to the earlier schema."""
     world = World()
     plugin = world.daemonset("nvidia")["spec"]["template"]["spec"]
-    plugin["hostnameOverride"] = "plugin"   # a PodSpec field new in Kubernetes 1.34
+    plugin["hostnameOverride"] = "plugin"  # a PodSpec field new in Kubernetes 1.34
     new = {f.rule for f in evaluate(world, checker, tmp_path).findings}
     world.cluster["metadata"]["version"] = "1.33"
     old = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "schema-invalid"]
@@ -146,10 +165,68 @@ def test_a_failing_rule_fails_the_run(checker, tmp_path, monkeypatch):
         raise KeyError("spec")
         yield  # a generator, like the real checks
 
-    monkeypatch.setitem(rules.REGISTRY, "gpu-slots-mismatch",
-                        dataclasses.replace(rules.REGISTRY["gpu-slots-mismatch"], check=broken))
-    monkeypatch.setattr(rules, "all_rules", lambda: list(rules.REGISTRY.values()))
+    monkeypatch.setitem(
+        rules.REGISTRY, "gpu-slots-mismatch", dataclasses.replace(rules.REGISTRY["gpu-slots-mismatch"], check=broken)
+    )
     result = evaluate(World(), checker, tmp_path)
     failed = [f for f in result.findings if f.rule == "rule-failed"]
     assert len(failed) == 1 and "gpu-slots-mismatch" in failed[0].message and result.exit_code() == 1
     assert any("gpu-slots-mismatch could not finish" in note for note in result.notes)
+
+
+def test_a_category_decorator_for_an_unknown_category_fails_at_import():
+    with pytest.raises(ValueError, match="category 'Networking' is not one of the catalogue's"):
+        registry.category("Networking")
+
+
+def test_the_registry_stamps_each_finding_with_its_rules_id(checker, tmp_path):
+    """Checks yield findings without an id; what reaches the report carries the rule's."""
+    world = World()
+    world.mpijob["spec"]["slotsPerWorker"] = 4
+    rule = rules.REGISTRY["gpu-slots-mismatch"]
+    raw = list(rule.check(world.scope()))
+    assert [f.rule for f in raw] == [""]
+    assert [f.rule for f in rule.run(world.scope())] == ["gpu-slots-mismatch"]
+    assert rules.REGISTRY["yaml-lint"].finding(None, "x", file="a.yaml", line=3) == Finding(
+        None, "x", (), None, "a.yaml", 3
+    )
+
+
+def imports(module: Path) -> set[str]:
+    """What a module of gitops_tools imports from the package, as dotted names relative to it."""
+    import ast
+
+    package = module.parent.relative_to(Path(rules.__file__).parents[1]).parts
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = list(package[: len(package) - node.level + 1])
+            if node.module:
+                found.add(".".join([*base, node.module]))
+            else:
+                found.update(".".join([*base, alias.name]) for alias in node.names)
+    return found
+
+
+FACTS = {"catalog", "eks", "fsx"}  # tables of AWS facts every layer may read
+
+
+def test_rule_modules_import_only_the_model_the_registry_and_the_facts():
+    """The layering the catalogue relies on: a rule module imports the model, the registry and the facts
+    tables, never another rule module; the runner and the report import no rule module."""
+    package = Path(rules.__file__).parent
+    for module in sorted(package.glob("*.py")):
+        if module.name == "__init__.py":
+            continue
+        for name in imports(module):
+            allowed = (
+                name == "model"
+                or name.startswith("model.")
+                or name in FACTS
+                or name == "rules.registry"
+                or name.startswith("errors")
+            )
+            assert allowed, f"rules/{module.name} imports {name}"
+    for name in ("runner.py", "report.py"):
+        found = {n for n in imports(package.parent / "validate" / name) if n.startswith("rules")}
+        assert found <= {"rules.registry"}, (name, found)

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from gitops_tools.errors import InputError
 from gitops_tools.schemas import SCHEMA_DIR_VARIABLE, SchemaStore
 
@@ -72,7 +73,7 @@ def test_first_use_downloads_into_the_cache_then_reads_it_offline(server, tmp_pa
     cached = list(cache.rglob("*.yaml"))
     assert [p.name for p in cached] == ["example.com_widgets.yaml"] and not list(cache.rglob("*.part"))
 
-    stop()   # offline from here on: the cached copy serves
+    stop()  # offline from here on: the cached copy serves
     assert store(base_url, cache).document("example.com/Widget") == document
 
 

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO, SCRIPTS, run_validate
-from gitops_tools import kustomize, render, report, validate
+
+from gitops_tools import kustomize, render
+from gitops_tools.rules import docs
+from gitops_tools.validate import __main__ as validate
 
 ENVIRONMENTS = render.environment_names(REPO)
 UPSTREAM_EXAMPLE = "mpi-operator-v0.8.0-horovod-tensorflow-mnist.yaml"
@@ -68,6 +71,7 @@ spec:
 
 # --- the repository itself ----------------------------------------------------------------
 
+
 def test_repository_validates_without_errors():
     """The shim as users call it: every environment, no error (placeholders are warnings)."""
     result = run_validate("--format", "json", cwd=REPO)
@@ -99,21 +103,19 @@ def test_findings_carry_the_contract_and_source_lines(repo_copy, capsys, monkeyp
     assert f"::error file=overlays/base/training/hpa.yaml,line={metric_line},title=hpa-on-gpu ({env})::" in out
 
 
-def test_patched_value_points_at_the_patch(repo_copy, capsys, monkeypatch):
-    """-np set by an environment's JSON patch: the finding names the patch file and line."""
-    env = next(e for e in ENVIRONMENTS if (repo_copy / "overlays" / e / "training" / "mpijob.yaml").is_file())
-    patch = repo_copy / "overlays" / env / "training" / "mpijob.yaml"
-    ops = yaml.safe_load(patch.read_text())
-    index = next(i for i, op in enumerate(ops) if op["path"].endswith("/args/1"))
-    ops[index]["value"] = "3"
-    text = yaml.safe_dump(ops, sort_keys=False)
-    patch.write_text(text)
-    value_line = [n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "value: '3'"][0]
+def test_a_value_from_the_settings_points_at_its_settings_line(repo_copy, capsys, monkeypatch):
+    """-np comes from the environment's settings.yaml through a replacement: the finding names that line."""
+    env = ENVIRONMENTS[-1]
+    settings = repo_copy / "overlays" / env / "settings.yaml"
+    lines = settings.read_text().splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if line.strip() == "- -np") + 1
+    lines[at] = re.sub(r"'\d+'", "'3'", lines[at])
+    settings.write_text("".join(lines))
     monkeypatch.chdir(repo_copy)
     code, out, _ = main("--env", env, "--format", "json", "--quiet", capsys=capsys)
     found = [f for f in json.loads(out)["findings"] if f["rule"] == "mpirun-np-mismatch"]
     assert code == 1
-    assert [(f["file"], f["line"]) for f in found] == [(f"overlays/{env}/training/mpijob.yaml", value_line)]
+    assert [(f["file"], f["line"]) for f in found] == [(f"overlays/{env}/settings.yaml", at + 1)]
 
 
 def test_one_environment_by_path_or_option(capsys, in_repo):
@@ -127,14 +129,21 @@ def test_one_environment_by_path_or_option(capsys, in_repo):
 
 def test_kustomization_folder_with_cluster_config(capsys, in_repo):
     env = ENVIRONMENTS[-1]
-    code, out, _ = main(f"overlays/{env}/training", "--cluster-config", f"overlays/{env}/eksctl", "--format", "json",
-                        "--quiet", capsys=capsys)
+    code, out, _ = main(
+        f"overlays/{env}/training",
+        "--cluster-config",
+        f"overlays/{env}/eksctl",
+        "--format",
+        "json",
+        "--quiet",
+        capsys=capsys,
+    )
     document = json.loads(out)
     assert code == 0, out
     assert document["summary"]["environments"] == [env]
     notes = "\n".join(document["notes"])
-    assert "gpu-request-exceeds-node" not in notes          # the ClusterConfig is there
-    assert "custom-resource-before-crd" in notes            # the Flux graph is not
+    assert "gpu-request-exceeds-node" not in notes  # the ClusterConfig is there
+    assert "custom-resource-before-crd" in notes  # the Flux graph is not
 
 
 def test_folder_of_rendered_manifests_and_single_files(tmp_path, capsys, in_repo):
@@ -149,7 +158,8 @@ def test_folder_of_rendered_manifests_and_single_files(tmp_path, capsys, in_repo
 
 def test_upstream_example_gives_no_error(capsys, in_repo):
     folder = os.environ.get("GITOPS_UPSTREAM_EXAMPLES") or (
-        os.environ.get("GITOPS_SCHEMA_DIR") and str(Path(os.environ["GITOPS_SCHEMA_DIR"]).parent / "upstream-examples"))
+        os.environ.get("GITOPS_SCHEMA_DIR") and str(Path(os.environ["GITOPS_SCHEMA_DIR"]).parent / "upstream-examples")
+    )
     example = Path(folder or "-") / UPSTREAM_EXAMPLE
     if not example.is_file():
         pytest.skip(f"no {UPSTREAM_EXAMPLE}: set GITOPS_UPSTREAM_EXAMPLES to the folder holding it")
@@ -189,7 +199,9 @@ spec:
     code, out, _ = main(str(job), "--format", "json", "--quiet", capsys=capsys)
     document = json.loads(out)
     assert code == 0
-    assert [(f["rule"], f["reason"]) for f in document["skipped"]] == [("image-tag-latest", "smoke test of the newest build")]
+    assert [(f["rule"], f["reason"]) for f in document["skipped"]] == [
+        ("image-tag-latest", "smoke test of the newest build")
+    ]
     assert [f["rule"] for f in document["findings"]] == ["worker-resources-unset"]
     code, _, _ = main(str(job), "--strict", "--quiet", capsys=capsys)
     assert code == 1
@@ -199,10 +211,11 @@ def test_list_rules_writes_every_format(capsys):
     for fmt in ("text", "json", "markdown"):
         code, out, _ = main("--list-rules", "--format", fmt, capsys=capsys)
         assert code == 0 and "gpu-slots-mismatch" in out
-    assert out == report.list_rules("markdown")
+    assert out == docs.document("markdown")
 
 
 # --- bad input: exit 2, one line that names the file and the cause -------------------------
+
 
 def test_invalid_yaml_file(tmp_path, capsys, in_repo):
     broken = tmp_path / "broken.yaml"
@@ -229,7 +242,9 @@ def test_kustomization_that_fails_to_build(repo_copy, capsys, monkeypatch):
     code, _, err = main("--env", ENVIRONMENTS[0], "--quiet", capsys=capsys)
     assert code == 2
     line = one_line_error(err)
-    assert f"overlays/{ENVIRONMENTS[0]}/training" in line and "kustomize build failed" in line and "missing.yaml" in line
+    assert (
+        f"overlays/{ENVIRONMENTS[0]}/training" in line and "kustomize build failed" in line and "missing.yaml" in line
+    )
 
 
 def test_missing_flux_path_is_a_finding(repo_copy, capsys, monkeypatch):
@@ -245,11 +260,14 @@ def test_flux_path_without_kustomization_file_is_read_as_flux_does(repo_copy, ca
     """Flux generates a kustomization for such a folder: every manifest below it, recursively."""
     extra = repo_copy / "overlays" / ENVIRONMENTS[0] / "extra"
     (extra / "nested").mkdir(parents=True)
-    (extra / "quota.yaml").write_text("---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpus\n"
-                                      "  namespace: training\nspec:\n  hard:\n    requests.nvidia.com/gpu: '64'\n")
+    (extra / "quota.yaml").write_text(
+        "---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpus\n"
+        "  namespace: training\nspec:\n  hard:\n    requests.nvidia.com/gpu: '64'\n"
+    )
     (extra / "nested" / "notes.yaml").write_text("---\ntitle: not a Kubernetes object, Flux skips it\n")
-    (extra / "nested" / "bad.yaml").write_text("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
-                                               "  namespace: training\ndatta: {}\n")
+    (extra / "nested" / "bad.yaml").write_text(
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: training\ndatta: {}\n"
+    )
     entry = repo_copy / "clusters" / ENVIRONMENTS[0] / "training.yaml"
     edit_yaml(entry, lambda docs: docs[0]["spec"].update(path=f"./overlays/{ENVIRONMENTS[0]}/extra"))
     monkeypatch.chdir(repo_copy)
@@ -258,17 +276,26 @@ def test_flux_path_without_kustomization_file_is_read_as_flux_does(repo_copy, ca
     schema = [f for f in findings if f["rule"] == "schema-invalid"]
     assert code == 1, findings
     assert [(f["file"], f["resource"]) for f in schema] == [
-        (f"overlays/{ENVIRONMENTS[0]}/extra/nested/bad.yaml", "ConfigMap/training/x")]
+        (f"overlays/{ENVIRONMENTS[0]}/extra/nested/bad.yaml", "ConfigMap/training/x")
+    ]
 
 
-@pytest.mark.parametrize("stderr, cause", [
-    ('E1123 01:54:05.362503   32540 run.go:72] "command failed" err="accumulating resources: '
-     'MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"\n',
-     "accumulating resources: MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"),
-    ('E1123 01:46:37.100000   4242 run.go:72] "command failed" err=<\n\tfirst line\n\tsecond line\n >\n',
-     "first line second line"),
-    ("Error: accumulating resources: missing.yaml\n", "accumulating resources: missing.yaml"),
-], ids=["kubectl", "kubectl-multiline", "kustomize"])
+@pytest.mark.parametrize(
+    "stderr, cause",
+    [
+        (
+            'E1123 01:54:05.362503   32540 run.go:72] "command failed" err="accumulating resources: '
+            'MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"\n',
+            "accumulating resources: MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml",
+        ),
+        (
+            'E1123 01:46:37.100000   4242 run.go:72] "command failed" err=<\n\tfirst line\n\tsecond line\n >\n',
+            "first line second line",
+        ),
+        ("Error: accumulating resources: missing.yaml\n", "accumulating resources: missing.yaml"),
+    ],
+    ids=["kubectl", "kubectl-multiline", "kustomize"],
+)
 def test_build_errors_lose_the_log_prefix(stderr, cause):
     assert kustomize.error_cause(stderr) == cause
 
@@ -276,8 +303,9 @@ def test_build_errors_lose_the_log_prefix(stderr, cause):
 def test_no_kustomize_and_no_kubectl(tmp_path):
     env = {**os.environ, "PATH": "", "PYTHONPATH": str(SCRIPTS)}
     env.pop("GITOPS_DEBUG", None)
-    result = subprocess.run([sys.executable, "-m", "gitops_tools.validate", "--quiet"], cwd=REPO, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "gitops_tools.validate", "--quiet"], cwd=REPO, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 2
     assert "neither kustomize nor kubectl" in one_line_error(result.stderr)
 
@@ -300,8 +328,9 @@ def test_unreadable_paths(make, tmp_path, capsys, in_repo):
     assert path.name in one_line_error(err)
 
 
-@pytest.mark.parametrize("metadata", ["metadata: oops", "metadata:\n  name: x\n  annotations: oops"],
-                         ids=["metadata", "annotations"])
+@pytest.mark.parametrize(
+    "metadata", ["metadata: oops", "metadata:\n  name: x\n  annotations: oops"], ids=["metadata", "annotations"]
+)
 def test_malformed_metadata_is_a_schema_finding_not_a_crash(metadata, tmp_path, capsys, in_repo):
     path = tmp_path / "configmap.yaml"
     path.write_text(f"---\napiVersion: v1\nkind: ConfigMap\n{metadata}\ndata:\n  a: b\n")
@@ -310,12 +339,13 @@ def test_malformed_metadata_is_a_schema_finding_not_a_crash(metadata, tmp_path, 
     assert {f["rule"] for f in json.loads(out)["findings"]} == {"schema-invalid"}
 
 
-def test_usage_errors_exit_2(capsys, in_repo):
-    with pytest.raises(SystemExit) as raised:
-        validate.main(["--format", "markdown"])
-    assert raised.value.code == 2
+def test_usage_errors_exit_2_in_one_line(capsys, in_repo):
+    code, _, err = main("--format", "markdown", capsys=capsys)
+    assert code == 2 and one_line_error(err) == "validate: --format markdown only goes with --list-rules (see --help)"
+    code, _, err = main("--no-such-option", capsys=capsys)
+    assert code == 2 and one_line_error(err) == "validate: unrecognized arguments: --no-such-option (see --help)"
     code, _, err = main("--schema-dir", "/nonexistent/schemas", capsys=capsys)
-    assert code == 2 and "--schema-dir" in err
+    assert code == 2 and "--schema-dir" in one_line_error(err)
 
 
 def test_schema_dir_option_replaces_the_variable(tmp_path, capsys, in_repo, monkeypatch):
@@ -326,6 +356,6 @@ def test_schema_dir_option_replaces_the_variable(tmp_path, capsys, in_repo, monk
     code, _, err = main("--env", ENVIRONMENTS[0], "--schema-dir", str(empty), "--quiet", capsys=capsys)
     assert code == 2
     assert "schema file missing from the schema folder" in one_line_error(err)
-    if known:   # the same folder through the option instead of the variable
+    if known:  # the same folder through the option instead of the variable
         code, out, _ = main("--env", ENVIRONMENTS[0], "--schema-dir", known, "--quiet", capsys=capsys)
         assert code == 0, out

@@ -23,10 +23,14 @@ def installed(name: str) -> str:
 
 
 def lint(workflow: Path, cwd: Path = REPO) -> dict[str, subprocess.CompletedProcess]:
-    commands = {"actionlint": [installed("actionlint"), "-no-color", str(workflow)],
-                "schema": [installed("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)]}
-    return {name: subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
-            for name, command in commands.items()}
+    commands = {
+        "actionlint": [installed("actionlint"), "-no-color", str(workflow)],
+        "schema": [installed("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)],
+    }
+    return {
+        name: subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+        for name, command in commands.items()
+    }
 
 
 def test_workflow_passes_actionlint_and_the_workflow_schema():
@@ -42,10 +46,12 @@ def test_the_linters_catch_a_broken_workflow(tmp_path):
         assert result.returncode != 0, name
 
 
-def test_runs_yamllint_and_validate_on_every_pull_request():
+def test_runs_yamllint_ruff_and_validate_on_every_pull_request():
     workflow = yaml.safe_load((REPO / WORKFLOW).read_text())
-    assert workflow.get("on", workflow.get(True)) == {"pull_request": None}   # YAML 1.1 reads `on` as true
+    assert workflow.get("on", workflow.get(True)) == {"pull_request": None}  # YAML 1.1 reads `on` as true
     commands = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
     assert any(c.startswith(".venv/bin/yamllint --format github") for c in commands)
+    lines = [line for c in commands for line in c.splitlines()]
+    assert ".venv/bin/ruff check --output-format github ." in lines and ".venv/bin/ruff format --check ." in lines
     assert "scripts/validate --format github" in commands
     assert workflow["permissions"] == {"contents": "read"}

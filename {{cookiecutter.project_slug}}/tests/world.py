@@ -8,9 +8,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import yaml
-from gitops_tools.manifests import FluxKustomization, Manifest
-from gitops_tools.rules.model import Scope
-from gitops_tools.validate import kubernetes_version_of
+
+from gitops_tools.model import FluxKustomization, Manifest, Scope
+from gitops_tools.validate.load import kubernetes_version_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "environment.yaml"
 
@@ -26,8 +26,8 @@ class World:
         self.env: str = data["env"]
         self.cluster: dict | None = data["cluster"]
         self.kustomizations: list[dict] = data["kustomizations"]
-        self.complete = True     # the objects are the whole environment
-        self.flux = True         # the Flux entry points are known
+        self.complete = True  # the objects are the whole environment
+        self.flux = True  # the Flux entry points are known
         self.unrendered: set[str] = set()
 
     # --- handles ------------------------------------------------------------------------
@@ -38,8 +38,12 @@ class World:
         return next(k["objects"] for k in self.kustomizations if k["manifest"]["metadata"]["name"] == kustomization)
 
     def find(self, kind: str, name: str | None = None) -> dict:
-        found = [o for k in self.kustomizations for o in k["objects"]
-                 if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+        found = [
+            o
+            for k in self.kustomizations
+            for o in k["objects"]
+            if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+        ]
         assert len(found) == 1, f"{len(found)} {kind} {name or ''}"
         return found[0]
 
@@ -77,8 +81,17 @@ class World:
         return self.container("Worker")["resources"]
 
     @property
+    def launcher_command(self) -> list:
+        """mpirun and its options (the program and its flags are the container's args)."""
+        return self.container("Launcher")["command"]
+
+    @property
     def launcher_args(self) -> list:
         return self.container("Launcher")["args"]
+
+    def remove_launcher_option(self, option: str, operands: int = 1) -> None:
+        at = self.launcher_command.index(option)
+        del self.launcher_command[at : at + 1 + operands]
 
     @property
     def storage_class(self) -> dict:
@@ -89,8 +102,12 @@ class World:
         return self.find("PersistentVolumeClaim")
 
     def daemonset(self, marker: str) -> dict:
-        return next(o for k in self.kustomizations for o in k["objects"]
-                    if o["kind"] == "DaemonSet" and marker in o["metadata"]["name"])
+        return next(
+            o
+            for k in self.kustomizations
+            for o in k["objects"]
+            if o["kind"] == "DaemonSet" and marker in o["metadata"]["name"]
+        )
 
     # --- what the validator sees --------------------------------------------------------
     def scope(self) -> Scope:
@@ -102,9 +119,11 @@ class World:
                 manifest=Manifest(entry["manifest"], f"clusters/{self.env}/{name}.yaml", self.env),
                 path=str(spec.get("path", "")).removeprefix("./"),
                 depends_on=[d["name"] for d in spec.get("dependsOn", [])],
-                objects=[] if name in self.unrendered else
-                [Manifest(o, spec["path"].removeprefix("./"), self.env, name) for o in entry["objects"]],
-                rendered=name not in self.unrendered)
+                objects=[]
+                if name in self.unrendered
+                else [Manifest(o, spec["path"].removeprefix("./"), self.env, name) for o in entry["objects"]],
+                rendered=name not in self.unrendered,
+            )
             kustomizations.append(kustomization)
             objects += [kustomization.manifest, *kustomization.objects]
         cluster = Manifest(self.cluster, f"overlays/{self.env}/eksctl", self.env, "eksctl") if self.cluster else None

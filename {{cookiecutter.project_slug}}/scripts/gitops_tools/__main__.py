@@ -27,8 +27,9 @@ def main() -> None:
     try:
         module = importlib.import_module(VERBS[verb])
     except ModuleNotFoundError as error:
-        print(f"{verb}: the tooling environment lacks the Python package {error.name}; run 'make setup'",
-              file=sys.stderr)
+        print(
+            f"{verb}: the tooling environment lacks the Python package {error.name}; run 'make setup'", file=sys.stderr
+        )
         sys.exit(2)
     from .cli import exit_with
 

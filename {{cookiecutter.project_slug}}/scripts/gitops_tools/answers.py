@@ -29,37 +29,54 @@ def _bad(question: str, value: object, problem: str, fix: str) -> str:
 
 def check_slug(slug: str, question: str = "project_slug") -> str | None:
     if len(slug) > 63 or not _DNS_1123_LABEL.match(slug):
-        return _bad(question, slug, "is not a DNS-1123 label",
-                    "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+        return _bad(
+            question,
+            slug,
+            "is not a DNS-1123 label",
+            "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit",
+        )
     return None
 
 
 def check_region(region: str) -> str | None:
     if region not in eks.REGIONS:
-        return _bad("aws_region", region, "is not an AWS commercial region",
-                    "use a region code such as us-west-2 or eu-west-1")
+        return _bad(
+            "aws_region", region, "is not an AWS commercial region", "use a region code such as us-west-2 or eu-west-1"
+        )
     return None
 
 
 def check_availability_zone(az: str, region: str) -> str | None:
     if not eks.az_in_region(az, region):
-        return _bad("availability_zone", az, f"is not an availability zone of {region}",
-                    f"use {region} followed by a zone letter, e.g. {region}a")
+        return _bad(
+            "availability_zone",
+            az,
+            f"is not an availability zone of {region}",
+            f"use {region} followed by a zone letter, e.g. {region}a",
+        )
     return None
 
 
 def check_kubernetes_version(version: str) -> str | None:
     if version not in eks.SUPPORTED_KUBERNETES_VERSIONS:
-        return _bad("kubernetes_version", version, "is not a Kubernetes version EKS supports",
-                    "use one of " + ", ".join(eks.SUPPORTED_KUBERNETES_VERSIONS))
+        return _bad(
+            "kubernetes_version",
+            version,
+            "is not a Kubernetes version EKS supports",
+            "use one of " + ", ".join(eks.SUPPORTED_KUBERNETES_VERSIONS),
+        )
     return None
 
 
 def check_cluster_name(name: str) -> str | None:
     if len(name) + ENV_SUFFIX_ROOM > EKS_CLUSTER_NAME_LIMIT or not _CLUSTER_NAME.match(name):
-        return _bad("cluster_name", name, "is not a valid EKS cluster name prefix",
-                    "start with a letter, use letters, digits and '-', "
-                    f"at most {EKS_CLUSTER_NAME_LIMIT - ENV_SUFFIX_ROOM} characters")
+        return _bad(
+            "cluster_name",
+            name,
+            "is not a valid EKS cluster name prefix",
+            "start with a letter, use letters, digits and '-', "
+            f"at most {EKS_CLUSTER_NAME_LIMIT - ENV_SUFFIX_ROOM} characters",
+        )
     return None
 
 
@@ -70,16 +87,24 @@ def check_environment_name(name: str, cluster_prefix: str) -> str | None:
         return problem
     longest = EKS_CLUSTER_NAME_LIMIT - len(cluster_prefix) - 1
     if len(name) > longest:
-        return _bad("NAME", name, f"makes the EKS cluster name {cluster_prefix}-{name} longer than "
-                    f"{EKS_CLUSTER_NAME_LIMIT} characters", f"use at most {longest} characters")
+        return _bad(
+            "NAME",
+            name,
+            f"makes the EKS cluster name {cluster_prefix}-{name} longer than {EKS_CLUSTER_NAME_LIMIT} characters",
+            f"use at most {longest} characters",
+        )
     return None
 
 
 def check_gpu_instance_type(name: str, question: str = "gpu_instance_type") -> str | None:
     known = catalog.lookup(name)
     if known is None:
-        return _bad(question, name, "is not a known instance type",
-                    "choose a GPU type such as g5.xlarge, g6.12xlarge, p4d.24xlarge or p5.48xlarge")
+        return _bad(
+            question,
+            name,
+            "is not a known instance type",
+            "choose a GPU type such as g5.xlarge, g6.12xlarge, p4d.24xlarge or p5.48xlarge",
+        )
     if known.gpus == 0:
         return _bad(question, name, "has no GPU", "choose a GPU type such as g5.xlarge or p4d.24xlarge")
     return None
@@ -103,15 +128,23 @@ def parse_efa(value: object, instance_type: str) -> tuple[bool | None, str | Non
     known = catalog.lookup(instance_type)
     has_efa = bool(known and known.has_efa)
     if value == "on" and not has_efa:
-        return None, _bad("efa", value, f"is not possible: {instance_type} has no EFA interface",
-                          "answer 'off' or 'auto', or choose an EFA type such as p4d.24xlarge or g5.8xlarge")
+        return None, _bad(
+            "efa",
+            value,
+            f"is not possible: {instance_type} has no EFA interface",
+            "answer 'off' or 'auto', or choose an EFA type such as p4d.24xlarge or g5.8xlarge",
+        )
     return has_efa if value == "auto" else value == "on", None
 
 
 def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> str | None:
     if deployment_type not in fsx.DEPLOYMENT_TYPES:
-        return _bad("fsx_deployment_type", deployment_type, "is not an FSx for Lustre deployment type",
-                    "use one of " + ", ".join(fsx.DEPLOYMENT_TYPES))
+        return _bad(
+            "fsx_deployment_type",
+            deployment_type,
+            "is not an FSx for Lustre deployment type",
+            "use one of " + ", ".join(fsx.DEPLOYMENT_TYPES),
+        )
     try:
         gib = int(str(capacity).strip())
     except ValueError:
@@ -121,32 +154,52 @@ def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> st
         return _bad("fsx_capacity_gib", capacity, "is not a size FSx creates exactly", problem)
     if s3_import_path:
         if fsx.s3_bucket(s3_import_path) is None:
-            return _bad("fsx_s3_import_path", s3_import_path, "is not an S3 path",
-                        "use s3://bucket or s3://bucket/prefix, or leave it empty")
+            return _bad(
+                "fsx_s3_import_path",
+                s3_import_path,
+                "is not an S3 path",
+                "use s3://bucket or s3://bucket/prefix, or leave it empty",
+            )
         if not fsx.supports_s3_import(deployment_type):
-            return _bad("fsx_s3_import_path", s3_import_path, f"cannot be linked to a {deployment_type} file system",
-                        "leave it empty or use SCRATCH_1, SCRATCH_2 or PERSISTENT_1")
+            return _bad(
+                "fsx_s3_import_path",
+                s3_import_path,
+                f"cannot be linked to a {deployment_type} file system",
+                "leave it empty or use SCRATCH_1, SCRATCH_2 or PERSISTENT_1",
+            )
     return None
 
 
 def check_image_repository(repository: str) -> str | None:
     if not _IMAGE_REPOSITORY.match(repository):
-        return _bad("trainer_image_repository", repository, "is not an image repository",
-                    "use registry/path without a tag, e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer")
+        return _bad(
+            "trainer_image_repository",
+            repository,
+            "is not an image repository",
+            "use registry/path without a tag, e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer",
+        )
     return None
 
 
 def check_image_tag(tag: str) -> str | None:
     if not _IMAGE_TAG.match(tag) or tag == "latest":
-        return _bad("trainer_image_tag", tag, "is not a pinned image tag",
-                    "use a version such as 0.1.0 (not 'latest', which changes under a running job)")
+        return _bad(
+            "trainer_image_tag",
+            tag,
+            "is not a pinned image tag",
+            "use a version such as 0.1.0 (not 'latest', which changes under a running job)",
+        )
     return None
 
 
 def check_git(url: str, branch: str) -> str | None:
     if not _GIT_URL.match(url):
-        return _bad("git_repository_url", url, "is not a Git URL Flux can sync from",
-                    "use https://github.com/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>")
+        return _bad(
+            "git_repository_url",
+            url,
+            "is not a Git URL Flux can sync from",
+            "use https://github.com/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>",
+        )
     if not _GIT_BRANCH.match(branch):
         return _bad("git_branch", branch, "is not a branch name", "use e.g. main")
     return None
@@ -163,8 +216,9 @@ def check_environment_answers(answers: dict) -> list[str]:
     problems.append(parse_count(answers["gpu_node_count"], "gpu_node_count")[1])
     if type_ok:  # EFA depends on a known instance type
         problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
-    problems.append(check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"],
-                              answers["fsx_s3_import_path"]))
+    problems.append(
+        check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"], answers["fsx_s3_import_path"])
+    )
     return [p for p in problems if p]
 
 

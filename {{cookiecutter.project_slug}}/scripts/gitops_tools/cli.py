@@ -15,10 +15,12 @@ A verb's module defines `main(argv) -> int` as `run(VERB, body, argv)` and, at t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
-from typing import Callable
+import threading
+from collections.abc import Callable
 
 from .errors import DEBUG_VARIABLE, InputError
 
@@ -39,16 +41,28 @@ def say(verb: str, message: str) -> None:
     print(f"{verb}: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
 
 
+def progress(verb: str, quiet: bool = False) -> Callable[[str], None]:
+    """A progress callback: `<verb>: <line>` on stderr, each line whole although several threads
+    render at once."""
+    lock = threading.Lock()
+
+    def report(line: str) -> None:
+        if not quiet:
+            with lock:
+                sys.stderr.write(f"{verb}: {line}\n")
+                sys.stderr.flush()
+
+    return report
+
+
 def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
 def _silence_stdout() -> None:
     """The reader went away: send whatever is still buffered nowhere."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def run(verb: str, body: Callable[..., int], *args) -> int:

@@ -11,7 +11,6 @@ SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
 
-
 def version_key(version: str) -> tuple[int, ...]:
     """(major, minor) of "1.34", "v1.34.2" or 1.34; () when there is no number."""
     return tuple(int(p) for p in re.findall(r"\d+", str(version))[:2])
@@ -19,13 +18,38 @@ def version_key(version: str) -> tuple[int, ...]:
 
 # Commercial regions (not China or GovCloud, which need other partitions and image registries).
 REGIONS = (
-    "us-east-1", "us-east-2", "us-west-1", "us-west-2",
-    "ca-central-1", "ca-west-1", "sa-east-1", "mx-central-1",
-    "eu-west-1", "eu-west-2", "eu-west-3", "eu-central-1", "eu-central-2",
-    "eu-north-1", "eu-south-1", "eu-south-2",
-    "ap-east-1", "ap-south-1", "ap-south-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3",
-    "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
-    "ap-southeast-7", "me-south-1", "me-central-1", "il-central-1", "af-south-1",
+    "us-east-1",
+    "us-east-2",
+    "us-west-1",
+    "us-west-2",
+    "ca-central-1",
+    "ca-west-1",
+    "sa-east-1",
+    "mx-central-1",
+    "eu-west-1",
+    "eu-west-2",
+    "eu-west-3",
+    "eu-central-1",
+    "eu-central-2",
+    "eu-north-1",
+    "eu-south-1",
+    "eu-south-2",
+    "ap-east-1",
+    "ap-south-1",
+    "ap-south-2",
+    "ap-northeast-1",
+    "ap-northeast-2",
+    "ap-northeast-3",
+    "ap-southeast-1",
+    "ap-southeast-2",
+    "ap-southeast-3",
+    "ap-southeast-4",
+    "ap-southeast-5",
+    "ap-southeast-7",
+    "me-south-1",
+    "me-central-1",
+    "il-central-1",
+    "af-south-1",
 )
 
 # An AZ name is its region followed by one zone letter (us-west-2a). Which letters exist
@@ -34,9 +58,7 @@ _AZ_SUFFIX = re.compile(r"^[a-z]$")
 
 
 def az_in_region(availability_zone: str, region: str) -> bool:
-    return availability_zone.startswith(region) and bool(
-        _AZ_SUFFIX.match(availability_zone[len(region):])
-    )
+    return availability_zone.startswith(region) and bool(_AZ_SUFFIX.match(availability_zone[len(region) :]))
 
 
 def second_zone(region: str, availability_zone: str) -> str:

@@ -30,8 +30,9 @@ def valid_throughputs(deployment_type: str, storage_type: str = "SSD") -> tuple[
     return _THROUGHPUTS.get((deployment_type, storage_type), ())
 
 
-def capacity_error(deployment_type: str, capacity_gib: int, storage_type: str = "SSD",
-                   throughput: int | None = None) -> str | None:
+def capacity_error(
+    deployment_type: str, capacity_gib: int, storage_type: str = "SSD", throughput: int | None = None
+) -> str | None:
     """Why `capacity_gib` is not a size FSx creates exactly, or None when it is."""
     if storage_type == "HDD":
         step = 6000 if throughput == 12 else 1800

@@ -17,6 +17,8 @@ _FLAGS = ["--load-restrictor", "LoadRestrictionsNone"]
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # kubectl logs its error through klog: `E1123 01:54:05.362503  32540 run.go:72] "command failed" err="..."`,
 # or `err=<` followed by indented lines and `>` when the message has several lines.
+# A replacement's source field is gone: a guard of an environment component tripped.
+_REPLACEMENT_SOURCE_MISSING = re.compile(r"is missing for replacement source|nothing selected by")
 _KLOG_ERROR = re.compile(r'^[EWIF]\d{4} \S+\s+\d+ \S+\] "command failed" err=(.*)$')
 
 
@@ -53,7 +55,7 @@ def error_cause(stderr: str) -> str:
             continue
         value = logged.group(1)
         if value == "<":
-            return " ".join(part.strip() for part in lines[index + 1:] if part.strip() != ">")
+            return " ".join(part.strip() for part in lines[index + 1 :] if part.strip() != ">")
         try:
             return str(json.loads(value))
         except ValueError:
@@ -71,5 +73,10 @@ def build(path: Path) -> str:
         raise InputError(f"{path}: cannot run {command()[0]}: {error.strerror}") from None
     if result.returncode != 0:
         cause = error_cause(result.stderr) or f"{command()[0]} exited with status {result.returncode}"
+        if _REPLACEMENT_SOURCE_MISSING.search(cause):
+            cause += (
+                " (the environment components, overlays/base/*/environment, copy overlays/<env>/settings.yaml "
+                "into the bases by name and stop when the settings or a named item they fill in is gone)"
+            )
         raise InputError(f"{path}: kustomize build failed: {cause}")
     return result.stdout

@@ -27,11 +27,11 @@ _KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomizatio
 @dataclass
 class _Candidate:
     file: Path
-    node: yaml.Node           # a document (mapping) or one JSON patch operation
-    line_offset: int = 0      # for patches written inline in kustomization.yaml
+    node: yaml.Node  # a document (mapping) or one JSON patch operation
+    line_offset: int = 0  # for patches written inline in kustomization.yaml
     target: dict | None = None
     json_patch: bool = False
-    resource: bool = False    # a resource definition, not a patch
+    resource: bool = False  # a resource definition, not a patch
     # A replacement's source value (node): the objects and fields it is copied to, as
     # (select, [fieldPath steps, ...]) pairs.
     copies: list = field(default_factory=list)
@@ -134,7 +134,7 @@ class Locator:
                     return manifest.file, _walk(node, path)[1] + 1
             return manifest.file, 0
         if origin.is_dir():
-            best = None   # (score, candidate order, file, line)
+            best = None  # (score, candidate order, file, line)
             for order, candidate in enumerate(self._tree(origin)):
                 scored = self._score(candidate, manifest, path)
                 if scored is None:
@@ -161,8 +161,10 @@ class Locator:
     def _targets(target: dict | None, manifest: Manifest) -> bool:
         if not target:
             return True
-        return all(not target.get(key) or str(target[key]) == value
-                   for key, value in (("kind", manifest.kind), ("name", manifest.name)))
+        return all(
+            not target.get(key) or str(target[key]) == value
+            for key, value in (("kind", manifest.kind), ("name", manifest.name))
+        )
 
     def _score(self, candidate: _Candidate, manifest: Manifest, path: tuple):
         if candidate.copies:
@@ -176,18 +178,19 @@ class Locator:
             pointer = _pointer(_scalar(found[1]) or "")
             steps = tuple(map(str, pointer))
             wanted = tuple(map(str, path))
-            if wanted[:len(steps)] == steps:
+            if wanted[: len(steps)] == steps:
                 value = _get(candidate.node, "value")
                 if value is None:
                     return len(steps), found[0].start_mark.line
-                depth, line = _walk(value[1], path[len(steps):])
+                depth, line = _walk(value[1], path[len(steps) :])
                 return len(steps) + depth, line
-            if steps[:len(wanted)] == wanted:
+            if steps[: len(wanted)] == wanted:
                 return len(wanted), found[0].start_mark.line
             return None
         kind, name = _identity(candidate.node)
-        if (kind, name) != (manifest.kind, manifest.name) and not (candidate.target and kind == manifest.kind
-                                                                   and self._targets(candidate.target, manifest)):
+        if (kind, name) != (manifest.kind, manifest.name) and not (
+            candidate.target and kind == manifest.kind and self._targets(candidate.target, manifest)
+        ):
             return None
         return _walk(candidate.node, path)
 
@@ -201,10 +204,10 @@ class Locator:
             for steps in field_paths:
                 for target in _resolve(manifest.doc, steps):
                     have = tuple(map(str, target))
-                    if wanted[:len(have)] == have:
-                        depth, line = _walk(candidate.node, path[len(have):])
+                    if wanted[: len(have)] == have:
+                        depth, line = _walk(candidate.node, path[len(have) :])
                         scored = (len(have) + depth, line)
-                    elif have[:len(wanted)] == wanted:
+                    elif have[: len(wanted)] == wanted:
                         scored = (len(wanted), candidate.node.start_mark.line)
                     else:
                         continue
@@ -250,17 +253,24 @@ class Locator:
         for entry in config.get("patchesJson6902") or []:
             if isinstance(entry, dict) and entry.get("path"):
                 patches.extend(self._patch_file(folder / str(entry["path"]), entry.get("target")))
-        for entry in [*(config.get("resources") or []), *(config.get("bases") or []), *(config.get("components") or [])]:
+        for entry in [
+            *(config.get("resources") or []),
+            *(config.get("bases") or []),
+            *(config.get("components") or []),
+        ]:
             if not isinstance(entry, str) or "://" in entry or entry.startswith(("github.com/", "git@")):
                 continue
-            target = (folder / entry)
+            target = folder / entry
             if target.is_dir():
                 nested.append(target)
                 if entry in (config.get("components") or []):
                     components.append(target)
             elif target.is_file():
-                resources.extend(_Candidate(target, node, resource=True) for node in self._parse(target)
-                                 if isinstance(node, yaml.MappingNode))
+                resources.extend(
+                    _Candidate(target, node, resource=True)
+                    for node in self._parse(target)
+                    if isinstance(node, yaml.MappingNode)
+                )
         found = patches + resources
         for child in nested:
             found.extend(self._tree(child, seen | {folder}))
@@ -308,17 +318,23 @@ class Locator:
                 if found is None:
                     return None
                 node = found[1]
-            copies = [(target.get("select") or {}, [_field_path(p) for p in target.get("fieldPaths") or []])
-                      for target in replacement.get("targets") or [] if isinstance(target, dict)]
+            copies = [
+                (target.get("select") or {}, [_field_path(p) for p in target.get("fieldPaths") or []])
+                for target in replacement.get("targets") or []
+                if isinstance(target, dict)
+            ]
             return _Candidate(candidate.file, node, copies=copies)
         return None
 
     def _patch_nodes(self, file: Path, nodes: list, target, offset: int) -> list[_Candidate]:
         found = []
         for node in nodes:
-            if isinstance(node, yaml.SequenceNode):   # a JSON 6902 patch: one candidate per operation
-                found.extend(_Candidate(file, op, offset, target, json_patch=True) for op in node.value
-                             if isinstance(op, yaml.MappingNode))
+            if isinstance(node, yaml.SequenceNode):  # a JSON 6902 patch: one candidate per operation
+                found.extend(
+                    _Candidate(file, op, offset, target, json_patch=True)
+                    for op in node.value
+                    if isinstance(op, yaml.MappingNode)
+                )
             elif isinstance(node, yaml.MappingNode):
                 found.append(_Candidate(file, node, offset, target))
         return found

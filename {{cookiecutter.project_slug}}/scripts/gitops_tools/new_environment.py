@@ -38,7 +38,9 @@ def parse_args(argv):
     efa.add_argument("--efa", dest="efa", action="store_const", const="on", help="EFA on (refused without EFA)")
     efa.add_argument("--no-efa", dest="efa", action="store_const", const="off", help="EFA off")
     parser.add_argument("--region", help="AWS region (default: platform.yaml's)")
-    parser.add_argument("--availability-zone", help="zone of the GPU nodes and FSx (default: platform.yaml's, or <region>a)")
+    parser.add_argument(
+        "--availability-zone", help="zone of the GPU nodes and FSx (default: platform.yaml's, or <region>a)"
+    )
     parser.add_argument("--fsx-deployment-type", default="SCRATCH_2")
     parser.add_argument("--fsx-capacity-gib", default="1200")
     parser.add_argument("--fsx-s3-import-path", default="")

@@ -97,8 +97,9 @@ def check_name_free(objects, name: str, env: str) -> None:
     """Refuse a name an MPIJob of the environment already has (Kustomize would fail on the clash)."""
     for manifest in objects:
         if manifest.kind == "MPIJob" and manifest.name == name:
-            raise InputError(f"NAME: {name!r} is already the name of an MPIJob in {env} ({manifest.resource}); "
-                             "choose another name")
+            raise InputError(
+                f"NAME: {name!r} is already the name of an MPIJob in {env} ({manifest.resource}); choose another name"
+            )
 
 
 def check_trainer_flags(root: Path, flags: dict[str, str]) -> None:
@@ -128,20 +129,31 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
     model = model_job(environment.objects)
     if model is None or environment.cluster_config is None:
         raise InputError(f"--env: {args.env} has no horovod-train MPIJob or no eksctl overlay to model a job on")
-    owner = next(k for k in environment.kustomizations
-                 if any(m.group_kind == MPIJOB and m.doc is model for m in k.objects))
+    owner = next(
+        k for k in environment.kustomizations if any(m.group_kind == MPIJOB and m.doc is model for m in k.objects)
+    )
     if not has_kustomization(root / owner.path):
-        raise InputError(f"{owner.path}: the folder Flux Kustomization {owner.name!r} applies has no "
-                         "kustomization.yaml to list a new job in; add one")
+        raise InputError(
+            f"{owner.path}: the folder Flux Kustomization {owner.name!r} applies has no "
+            "kustomization.yaml to list a new job in; add one"
+        )
     place = Place(root, owner.path, args.name)
     if not (root / place.job_file).exists():  # an existing file is new-job's own: see main
         check_name_free(environment.objects, args.name, args.env)
-    group = next((g for g in environment.cluster_config.doc.get("managedNodeGroups") or []
-                  if isinstance(g, dict) and g.get("name") == "gpu"), None)
+    group = next(
+        (
+            g
+            for g in environment.cluster_config.doc.get("managedNodeGroups") or []
+            if isinstance(g, dict) and g.get("name") == "gpu"
+        ),
+        None,
+    )
     instance = catalog.lookup(str(group.get("instanceType"))) if group else None
     if instance is None or instance.gpus == 0:
-        raise InputError(f"--env: {args.env}'s ClusterConfig has no managed node group gpu of a known GPU instance "
-                         "type to size the job for")
+        raise InputError(
+            f"--env: {args.env}'s ClusterConfig has no managed node group gpu of a known GPU instance "
+            "type to size the job for"
+        )
     workers, problem = answers.parse_count(args.workers, "--workers", "workers")
     if problem:
         raise InputError(problem)

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import cli, kustomize
 from .errors import InputError
-from .model import (CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest, dump, parse_stream,
-                    read_file, relative)
+from .model import (
+    CLUSTER_CONFIG,
+    FLUX_KUSTOMIZATION,
+    Environment,
+    FluxKustomization,
+    Manifest,
+    dump,
+    parse_stream,
+    read_file,
+    relative,
+)
 
 VERB = "render"
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
@@ -46,11 +54,13 @@ def entry_points(root: Path, env: str) -> list[FluxKustomization]:
             if manifest.group_kind != FLUX_KUSTOMIZATION:
                 continue
             spec = manifest.doc.get("spec") or {}
-            found.append(FluxKustomization(
-                manifest=manifest,
-                path=str(spec.get("path", "")).removeprefix("./").rstrip("/"),
-                depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
-            ))
+            found.append(
+                FluxKustomization(
+                    manifest=manifest,
+                    path=str(spec.get("path", "")).removeprefix("./").rstrip("/"),
+                    depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+                )
+            )
     return found
 
 
@@ -74,13 +84,17 @@ def _as_flux_generates(root: Path, folder: Path, env: str, source: str) -> list[
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             if name.endswith((".yaml", ".yml")):
-                objects.extend(m for m in read_file(here / name, root, env=env, source=source)
-                               if m.api_version and m.kind and not m.local_config)
+                objects.extend(
+                    m
+                    for m in read_file(here / name, root, env=env, source=source)
+                    if m.api_version and m.kind and not m.local_config
+                )
     return objects
 
 
-def render_repository(root: Path, envs: list[str] | None = None, progress=None,
-                      skip_missing: bool = False) -> list[Environment]:
+def render_repository(
+    root: Path, envs: list[str] | None = None, progress=None, skip_missing: bool = False
+) -> list[Environment]:
     """Render the chosen environments (all by default), overlays in parallel.
 
     A Flux Kustomization whose path does not exist is an input error, or with `skip_missing`
@@ -105,8 +119,10 @@ def render_repository(root: Path, envs: list[str] | None = None, progress=None,
             if skip_missing:
                 kustomization.rendered = False
                 return []
-            raise InputError(f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
-                             f"points at {path!r}, which does not exist")
+            raise InputError(
+                f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
+                f"points at {path!r}, which does not exist"
+            )
         source = kustomization.name if kustomization else "eksctl"
         objects = _build(root, path, environment.name, source)
         if progress:
@@ -115,7 +131,7 @@ def render_repository(root: Path, envs: list[str] | None = None, progress=None,
 
     with ThreadPoolExecutor(max_workers=RENDER_WORKERS) as pool:
         results = list(pool.map(run, jobs))
-    for (environment, kustomization, _), objects in zip(jobs, results):
+    for (environment, kustomization, _), objects in zip(jobs, results, strict=False):
         if kustomization is not None:
             kustomization.objects = objects
         else:
@@ -135,14 +151,24 @@ def _is_render_output(folder: Path) -> bool:
     return True
 
 
-def write_rendered(environments: list[Environment], out: Path) -> None:
-    """Write every file into a temporary folder beside `out`, then put it in place: a failure leaves
-    no half-written output, and an existing `out` is only replaced when it is an earlier render."""
+def check_output(out: Path) -> None:
+    """Refuse an output folder render must not replace, before any work is done."""
     try:
         if out.is_symlink() or (out.exists() and not out.is_dir()):
             raise InputError(f"{out}: --out must be a folder, and this is a file")
         if out.is_dir() and not _is_render_output(out):
             raise InputError(f"{out}: the folder holds files render did not write; choose another --out or empty it")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent)).rmdir()  # where the output is staged
+    except OSError as error:
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
+
+
+def write_rendered(environments: list[Environment], out: Path) -> None:
+    """Write every file into a temporary folder beside `out`, then put it in place: a failure leaves
+    no half-written output, and an existing `out` is only replaced when it is an earlier render."""
+    check_output(out)
+    try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
     except OSError as error:
@@ -178,7 +204,8 @@ def _render(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     root = repository_root(Path.cwd())
     out = args.out or root / "rendered"
-    environments = render_repository(root, args.env, progress=lambda line: print(f"{VERB}: {line}", file=sys.stderr))
+    check_output(out)
+    environments = render_repository(root, args.env, progress=cli.progress(VERB))
     write_rendered(environments, out)
     for environment in environments:
         counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)

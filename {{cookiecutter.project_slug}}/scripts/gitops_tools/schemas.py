@@ -20,14 +20,14 @@ import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
 import referencing
 import yaml
-from importlib import resources
 
 from .eks import version_key
 from .errors import InputError
@@ -37,12 +37,13 @@ SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+
 @dataclass(frozen=True)
 class SchemaProblem:
     manifest: Manifest
     message: str
-    missing: bool = False   # True when the kind has no schema at all
-    path: tuple = ()        # where in the object, for locating the line
+    missing: bool = False  # True when the kind has no schema at all
+    path: tuple = ()  # where in the object, for locating the line
 
 
 def local_name(url: str) -> str:
@@ -53,7 +54,8 @@ def local_name(url: str) -> str:
 
 def default_cache_dir() -> Path:
     base = os.environ.get(CACHE_VARIABLE) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gitops-tools")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gitops-tools"
+    )
     return Path(base) / "schemas"
 
 
@@ -90,8 +92,10 @@ class SchemaStore:
                     data = response.read()
             except (urllib.error.URLError, OSError) as error:
                 reason = getattr(error, "reason", error)
-                raise InputError(f"cannot download schema {url}: {reason}; "
-                                 f"give a local copy with --schema-dir or {SCHEMA_DIR_VARIABLE}") from None
+                raise InputError(
+                    f"cannot download schema {url}: {reason}; "
+                    f"give a local copy with --schema-dir or {SCHEMA_DIR_VARIABLE}"
+                ) from None
             partial = path.with_suffix(path.suffix + ".part")
             partial.write_bytes(data)
             partial.rename(path)
@@ -112,8 +116,11 @@ def close_objects(schema):
 
     def visit(node):
         if isinstance(node, dict):
-            if ("properties" in node and "additionalProperties" not in node
-                    and not node.get("x-kubernetes-preserve-unknown-fields")):
+            if (
+                "properties" in node
+                and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")
+            ):
                 node["additionalProperties"] = False
             for value in node.values():
                 visit(value)
@@ -140,7 +147,7 @@ class SchemaChecker:
         self._local_crds: dict[str, tuple[dict, str]] = local_crds or {}
         self._validators, self._results = shared or ({}, {})
 
-    def with_crds(self, manifests) -> "SchemaChecker":
+    def with_crds(self, manifests) -> SchemaChecker:
         """A checker that also uses the CustomResourceDefinitions among `manifests`, for kinds
         platform.yaml does not pin. It shares this checker's caches."""
         found = {}
@@ -161,8 +168,9 @@ class SchemaChecker:
             versions = {v.get("name"): v for v in (crd.get("spec") or {}).get("versions") or []}
             if version not in versions:
                 served = ", ".join(sorted(versions))
-                raise LookupError(f"apiVersion {key.split('/')[0]}/{version} is not served by the CRD "
-                                  f"(served: {served})")
+                raise LookupError(
+                    f"apiVersion {key.split('/')[0]}/{version} is not served by the CRD (served: {served})"
+                )
             schema = (versions[version].get("schema") or {}).get("openAPIV3Schema") or {}
             self._validators[cache_key] = jsonschema.Draft7Validator(close_objects(schema))
         return self._validators[cache_key]
@@ -182,8 +190,11 @@ class SchemaChecker:
             # and drops it before applying, so it is not part of the object's schema.
             checked = Manifest({k: v for k, v in manifest.doc.items() if k != "sops"}, manifest.file)
         local = self._local_crds.get(f"{manifest.group}/{manifest.kind}")
-        cache_key = (kubernetes_version, json.dumps(checked.doc, sort_keys=True, default=str),
-                     local[1] if local else "")
+        cache_key = (
+            kubernetes_version,
+            json.dumps(checked.doc, sort_keys=True, default=str),
+            local[1] if local else "",
+        )
         found = self._results.get(cache_key)
         if found is None:
             found = self._results[cache_key] = tuple(self._check(checked, kubernetes_version))
@@ -201,8 +212,14 @@ class SchemaChecker:
                 return [(str(error), False, ("apiVersion",))]
             return _errors(manifest.doc, validator)
         if manifest.group not in BUILTIN_GROUPS:
-            return [(f"no schema for {manifest.api_version} {manifest.kind}: a custom resource whose CRD is "
-                     "neither pinned in platform.yaml nor part of the rendered manifests", True, ())]
+            return [
+                (
+                    f"no schema for {manifest.api_version} {manifest.kind}: a custom resource whose CRD is "
+                    "neither pinned in platform.yaml nor part of the rendered manifests",
+                    True,
+                    (),
+                )
+            ]
         return self._builtin(manifest, kubernetes_version)
 
     def _builtin(self, manifest: Manifest, kubernetes_version: str):
@@ -211,8 +228,14 @@ class SchemaChecker:
         except kubernetes_validate.utils.VersionNotSupportedError:
             return [(f"kubernetes-validate has no schemas for Kubernetes {kubernetes_version}", False, ())]
         if validator is None:
-            return [(f"no schema for {manifest.api_version} {manifest.kind} in Kubernetes {kubernetes_version} "
-                     "(removed API, or a custom resource without a schema in platform.yaml)", True, ())]
+            return [
+                (
+                    f"no schema for {manifest.api_version} {manifest.kind} in Kubernetes {kubernetes_version} "
+                    "(removed API, or a custom resource without a schema in platform.yaml)",
+                    True,
+                    (),
+                )
+            ]
         return _errors(manifest.doc, validator)
 
 
@@ -233,7 +256,7 @@ def schema_version(kubernetes_version: str) -> str:
     return kubernetes_version
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_folder(kubernetes_version: str) -> str:
     """kubernetes-validate's folder for a version: the newest release not newer than it."""
     wanted = version_key(kubernetes_version)
@@ -243,7 +266,7 @@ def _schema_folder(kubernetes_version: str) -> str:
     return f"v{known[-1]}-local-strict"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _definitions(folder: str) -> referencing.Resource:
     return referencing.Resource.from_contents(_schema_json(f"{folder}/_definitions.json"))
 
@@ -256,7 +279,7 @@ def _schema_json(name: str):
         return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _builtin_validator(kubernetes_version: str, api_version: str, kind: str):
     """The strict validator kubernetes-validate would build for this kind, built once (it
     builds a new one, and re-reads its 1.5 MB of definitions, for every object)."""

@@ -81,7 +81,7 @@ def format_table(rows):
         (label, str(procs), f"{rate:,.0f}", ratio, device) for label, procs, rate, ratio, device in rows
     ]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import shutil
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from . import atomic
 
@@ -70,7 +70,7 @@ class CheckpointStore:
             found.append(Saved(path, Position(int(match.group(1)), int(match.group(2))), meta))
         return sorted(found, key=lambda saved: saved.position)
 
-    def latest(self) -> Optional[Saved]:
+    def latest(self) -> Saved | None:
         complete = self._complete()
         return complete[-1] if complete else None
 

@@ -8,8 +8,8 @@ here, before TensorFlow is imported, so a bad setting fails fast with one line o
 import argparse
 import dataclasses
 import os
-from collections.abc import Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import TrainerError
 
@@ -24,8 +24,8 @@ class Option:
     type: Callable[[str], Any]
     default: Any
     help: str
-    check: Optional[Callable[[Any], Optional[str]]] = None  # returns a complaint, or None
-    choices: Optional[Sequence[str]] = None
+    check: Callable[[Any], str | None] | None = None  # returns a complaint, or None
+    choices: Sequence[str] | None = None
     is_switch: bool = False
 
     @property

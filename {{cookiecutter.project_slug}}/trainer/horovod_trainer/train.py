@@ -10,7 +10,6 @@ line on stderr.
 import dataclasses
 import os
 import sys
-from typing import Optional
 
 from . import manifest
 from .errors import TrainerError, report_errors
@@ -58,15 +57,15 @@ class TrainConfig:
     batch_size: int
     base_lr: float
     warmup_epochs: float
-    checkpoint_dir: Optional[str]
-    log_dir: Optional[str]
+    checkpoint_dir: str | None
+    log_dir: str | None
     seed: int
     checkpoint_every_steps: int
     elastic: bool
     keep_checkpoints: int
     shuffle_buffer: int
     target_accuracy: float
-    stats_file: Optional[str]
+    stats_file: str | None
 
 
 def _check_output_dir(flag, path):

@@ -84,6 +84,6 @@ def test_skipping_steps_continues_the_same_epoch_sequence(data):
     full = list(input_pipeline.train_batches(data, plan, 5, 2, 4).as_numpy_iterator())
     resumed = list(input_pipeline.train_batches(data, plan, 5, 2, 4, skip_steps=7).as_numpy_iterator())
     assert len(full) == 2 * plan.steps_per_epoch and len(resumed) == len(full) - 7
-    for (images_a, labels_a, _), (images_b, labels_b, _) in zip(full[7:], resumed):
+    for (images_a, labels_a, _), (images_b, labels_b, _) in zip(full[7:], resumed, strict=False):
         np.testing.assert_array_equal(labels_a, labels_b)
         np.testing.assert_array_equal(images_a, images_b)

@@ -37,19 +37,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = cli.Parser(prog=VERB, description="Show what a change does to the rendered manifests, per environment.")
     parser.add_argument("--base", metavar="REF", help="git ref to compare against (e.g. main); required")
     parser.add_argument("--head", metavar="REF", help="git ref to compare (default: the working tree)")
-    parser.add_argument("--format", choices=sorted({*FORMATS, *catalogue.FORMATS}), default="text",
-                        help="output format: text (default), markdown or json")
+    parser.add_argument(
+        "--format",
+        choices=sorted({*FORMATS, *catalogue.FORMATS}),
+        default="text",
+        help="output format: text (default), markdown or json",
+    )
     parser.add_argument("--list-notices", action="store_true", help="print the catalogue of notices and exit")
     parser.add_argument("--env", action="append", metavar="ENV", help="only this environment (repeatable)")
     parser.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
-    parser.add_argument("--markdown-output", type=Path, metavar="FILE",
-                        help="also write the markdown report to FILE (e.g. text on standard output for a CI log)")
+    parser.add_argument(
+        "--markdown-output",
+        type=Path,
+        metavar="FILE",
+        help="also write the markdown report to FILE (e.g. text on standard output for a CI log)",
+    )
     parser.add_argument("--exit-code", action="store_true", help="exit with 1 when anything changes")
     parser.add_argument("--context", type=int, default=3, metavar="N", help="unchanged lines around each change")
-    parser.add_argument("--max-chars", type=int, default=DEFAULT_LIMIT, metavar="N",
-                        help=f"markdown: longest comment (default {DEFAULT_LIMIT}; GitHub allows {GITHUB_LIMIT})")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="text: colours (auto: only on a terminal, and not with NO_COLOR)")
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"markdown: longest comment (default {DEFAULT_LIMIT}; GitHub allows {GITHUB_LIMIT})",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="text: colours (auto: only on a terminal, and not with NO_COLOR)",
+    )
     args = parser.parse_args(argv)
     if args.list_notices:
         return args
@@ -95,8 +112,11 @@ def run(args: argparse.Namespace) -> int:
     base, head = side(args.base, root), side(args.head, root)
     base_envs, head_envs = render_both(base, head, root, args.env)
     report = build_report(base, base_envs, head, head_envs, args.context)
-    options = Options(color=use_color(args.color, args.output), max_chars=args.max_chars,
-                      full_diff_hint=full_diff_hint(base.commit, head.commit))
+    options = Options(
+        color=use_color(args.color, args.output),
+        max_chars=args.max_chars,
+        full_diff_hint=full_diff_hint(base.commit, head.commit),
+    )
     if args.markdown_output is not None:
         write(FORMATS["markdown"](report, options), args.markdown_output)
     write(FORMATS[args.format](report, options), args.output)

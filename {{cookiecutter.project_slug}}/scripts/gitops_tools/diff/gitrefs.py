@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import InputError
@@ -73,7 +73,5 @@ def worktree(commit: str, root: Path):
 
 
 def git_quietly(args: list[str], root: Path) -> None:
-    try:
+    with suppress(InputError):
         git(args, root)
-    except InputError:
-        pass

@@ -11,7 +11,18 @@ so both tools count the same way.
 
 from __future__ import annotations
 
-from ..model import GPU, MPIJOB, Environment, Manifest, NodeGroup, PodTemplate, mapping, node_groups, plural, pod_templates
+from ..model import (
+    GPU,
+    MPIJOB,
+    Environment,
+    Manifest,
+    NodeGroup,
+    PodTemplate,
+    mapping,
+    node_groups,
+    plural,
+    pod_templates,
+)
 from .model import Figure
 
 # What eksctl creates when a node group gives no size at all.
@@ -72,6 +83,7 @@ def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:
 
 def figures(base: Environment | None, head: Environment | None) -> tuple[Figure, Figure]:
     """(MPIJob GPUs, GPU node capacity) before and after; a side without the environment is 0."""
+
     def side(environment: Environment | None):
         if environment is None:
             return (0, ""), (0, "")
@@ -79,5 +91,7 @@ def figures(base: Environment | None, head: Environment | None) -> tuple[Figure,
 
     (gpus_before, gpus_before_how), (cap_before, cap_before_how) = side(base)
     (gpus_after, gpus_after_how), (cap_after, cap_after_how) = side(head)
-    return (Figure(gpus_before, gpus_after, gpus_before_how, gpus_after_how),
-            Figure(cap_before, cap_after, cap_before_how, cap_after_how))
+    return (
+        Figure(gpus_before, gpus_after, gpus_before_how, gpus_after_how),
+        Figure(cap_before, cap_after, cap_before_how, cap_after_how),
+    )

@@ -22,8 +22,21 @@ MASK_AFTER = "*** (after)"
 # Substrings of an env var name (upper-cased, separators ignored) that mark a credential.
 # Deliberately broad: masking a harmless value costs little, printing a key costs a rotation.
 _CREDENTIAL_WORDS = (
-    "PASSW", "PASSPHRASE", "PWD", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "AUTH",
-    "PRIVATE", "CERT", "COOKIE", "SALT", "SIGNATURE", "DSN", "CONNECTIONSTRING",
+    "PASSW",
+    "PASSPHRASE",
+    "PWD",
+    "SECRET",
+    "TOKEN",
+    "KEY",
+    "CREDENTIAL",
+    "AUTH",
+    "PRIVATE",
+    "CERT",
+    "COOKIE",
+    "SALT",
+    "SIGNATURE",
+    "DSN",
+    "CONNECTIONSTRING",
 )
 _SEPARATORS = re.compile(r"[^A-Z0-9]")
 # scheme://user:password@host, group 2 the password (the user may be empty: redis://:password@host).
@@ -163,8 +176,10 @@ def mask_pair(before: dict | None, after: dict | None) -> tuple[dict | None, dic
     before_slots, after_slots = secret_slots(before), secret_slots(after)
     before_parts = {ident: _secret_part(_get(before, path), how) for ident, (path, how) in before_slots.items()}
     after_parts = {ident: _secret_part(_get(after, path), how) for ident, (path, how) in after_slots.items()}
-    return (_masked(before, before_slots, before_parts, after_parts, MASK_BEFORE),
-            _masked(after, after_slots, after_parts, before_parts, MASK_AFTER))
+    return (
+        _masked(before, before_slots, before_parts, after_parts, MASK_BEFORE),
+        _masked(after, after_slots, after_parts, before_parts, MASK_AFTER),
+    )
 
 
 def _masked(doc: dict | None, slots: dict, parts: dict, other_parts: dict, changed_marker: str) -> dict | None:

@@ -14,8 +14,8 @@ ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 STATUS_SIGN = {ADDED: "+", REMOVED: "-", CHANGED: "~"}
 
 # Notice severities, most serious first.
-DANGER = "danger"     # data is deleted, or the change fails to apply
-WARNING = "warning"   # the change does not take effect the way a reader would expect
+DANGER = "danger"  # data is deleted, or the change fails to apply
+WARNING = "warning"  # the change does not take effect the way a reader would expect
 INFO = "info"
 SEVERITIES = (DANGER, WARNING, INFO)
 
@@ -23,6 +23,7 @@ SEVERITIES = (DANGER, WARNING, INFO)
 @dataclass(frozen=True)
 class Key:
     """How an object is paired between the two sides."""
+
     env: str
     group: str
     kind: str
@@ -30,7 +31,7 @@ class Key:
     name: str
 
     @classmethod
-    def of(cls, manifest: Manifest) -> "Key":
+    def of(cls, manifest: Manifest) -> Key:
         return cls(manifest.env, manifest.group, manifest.kind, manifest.namespace, manifest.name)
 
     @property
@@ -43,10 +44,10 @@ class Key:
 @dataclass
 class ObjectChange:
     key: Key
-    status: str                      # ADDED, REMOVED or CHANGED
-    before: Manifest | None          # for impact rules only; formats never read these
+    status: str  # ADDED, REMOVED or CHANGED
+    before: Manifest | None  # for impact rules only; formats never read these
     after: Manifest | None
-    diff: str                        # unified diff of the masked objects
+    diff: str  # unified diff of the masked objects
     additions: int = 0
     deletions: int = 0
 
@@ -67,15 +68,16 @@ class ObjectChange:
 @dataclass
 class Notice:
     severity: str
-    resource: str                    # Key.resource of the object it is about
-    title: str                       # a few words: "cannot change in place", "data loss"
-    message: str                     # what will happen, one or two sentences
-    id: str = ""                     # its kind in the catalogue (diff/notices/catalogue.py)
+    resource: str  # Key.resource of the object it is about
+    title: str  # a few words: "cannot change in place", "data loss"
+    message: str  # what will happen, one or two sentences
+    id: str = ""  # its kind in the catalogue (diff/notices/catalogue.py)
 
 
 @dataclass
 class Figure:
     """A number before and after, with how it was made up on each side."""
+
     before: int | None
     after: int | None
     before_detail: str = ""
@@ -89,7 +91,7 @@ class Figure:
 @dataclass
 class EnvironmentDiff:
     name: str
-    status: str                      # ADDED, REMOVED, CHANGED, or "" when nothing changed
+    status: str  # ADDED, REMOVED, CHANGED, or "" when nothing changed
     changes: list[ObjectChange] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     mpijob_gpus: Figure = field(default_factory=lambda: Figure(0, 0))
@@ -101,9 +103,9 @@ class EnvironmentDiff:
 
 @dataclass
 class Side:
-    label: str                       # "main (1a2b3c4)" or "working tree"
-    ref: str                         # what the user asked for ("" for the working tree)
-    commit: str                      # full commit id ("" for the working tree)
+    label: str  # "main (1a2b3c4)" or "working tree"
+    ref: str  # what the user asked for ("" for the working tree)
+    commit: str  # full commit id ("" for the working tree)
 
 
 @dataclass

@@ -35,8 +35,7 @@ _Dumper.add_representer(str, _represent_str)
 def canonical_yaml(doc: dict | None) -> list[str]:
     if doc is None:
         return []
-    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                     allow_unicode=True, width=1_000_000)
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=1_000_000)
     return text.splitlines()
 
 
@@ -72,8 +71,9 @@ def index(environments: list[Environment]) -> dict[Key, Manifest]:
 def unified(before: dict | None, after: dict | None, context: int) -> tuple[str, int, int]:
     """Hunks of the masked objects (no file header lines), with added and deleted line counts."""
     masked_before, masked_after = mask_pair(before, after)
-    lines = list(difflib.unified_diff(canonical_yaml(masked_before), canonical_yaml(masked_after),
-                                      n=context, lineterm=""))[2:]
+    lines = list(
+        difflib.unified_diff(canonical_yaml(masked_before), canonical_yaml(masked_after), n=context, lineterm="")
+    )[2:]
     additions = sum(1 for line in lines if line.startswith("+"))
     deletions = sum(1 for line in lines if line.startswith("-"))
     return "\n".join(lines), additions, deletions
@@ -90,10 +90,14 @@ def pair(base: list[Environment], head: list[Environment], context: int = 3) -> 
             continue
         status = ADDED if old is None else REMOVED if new is None else CHANGED
         # An object that only moved to another Flux Kustomization is a change with an empty diff.
-        text, additions, deletions = ("", 0, 0) if same else unified(old.doc if old else None,
-                                                                      new.doc if new else None, context)
-        changes.append(ObjectChange(key=key, status=status, before=old, after=new, diff=text,
-                                    additions=additions, deletions=deletions))
+        text, additions, deletions = (
+            ("", 0, 0) if same else unified(old.doc if old else None, new.doc if new else None, context)
+        )
+        changes.append(
+            ObjectChange(
+                key=key, status=status, before=old, after=new, diff=text, additions=additions, deletions=deletions
+            )
+        )
     return changes
 
 
@@ -103,4 +107,5 @@ def _order(before: dict[Key, Manifest], after: dict[Key, Manifest]):
         # Per environment, grouped by owner (Flux Kustomization, or eksctl last), then by name.
         owner = (manifest.source == "eksctl", manifest.source)
         return (key.env, owner, key.kind, key.namespace, key.name, key.group)
+
     return sort_key

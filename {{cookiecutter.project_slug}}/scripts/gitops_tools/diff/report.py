@@ -8,8 +8,9 @@ from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Report, Side
 from .pairing import pair
 
 
-def build_report(base: Side, base_envs: list[Environment], head: Side, head_envs: list[Environment],
-                 context: int = 3) -> Report:
+def build_report(
+    base: Side, base_envs: list[Environment], head: Side, head_envs: list[Environment], context: int = 3
+) -> Report:
     changes = pair(base_envs, head_envs, context)
     before = {e.name: e for e in base_envs}
     after = {e.name: e for e in head_envs}

@@ -50,8 +50,9 @@ def render_side(which: Side, root: Path, wanted: list[str] | None, is_base: bool
         return render_tree(tree, wanted, which.label, is_base)
 
 
-def render_both(base: Side, head: Side, root: Path,
-                wanted: list[str] | None) -> tuple[list[Environment], list[Environment]]:
+def render_both(
+    base: Side, head: Side, root: Path, wanted: list[str] | None
+) -> tuple[list[Environment], list[Environment]]:
     with ThreadPoolExecutor(max_workers=2) as pool:
         base_job = pool.submit(render_side, base, root, wanted, True)
         head_job = pool.submit(render_side, head, root, wanted)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import yaml
 
 from .. import catalog, eks, fsx
-from ..model import LOCAL_CONFIG_ANNOTATION
+from ..model import LOCAL_CONFIG_ANNOTATION, plural
 from ..model.mpi import mpirun_command
 
 JOB = "horovod-train"
@@ -102,7 +102,9 @@ def fsx_parameters(spec: EnvironmentSpec) -> dict:
 def s3_list_policy(s3_path: str) -> dict:
     return {
         "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{fsx.s3_bucket(s3_path)}"]}],
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{fsx.s3_bucket(s3_path)}"]}
+        ],
     }
 
 
@@ -172,8 +174,8 @@ def settings_text(spec: EnvironmentSpec) -> str:
         ),
     }
     header = (
-        f"---\n# {spec.name}: {spec.nodes} x {spec.instance_type} ({instance.gpus} GPU{'s' if instance.gpus != 1 else ''}"
-        f" each), {efa}, FSx {spec.fsx_deployment_type} {spec.fsx_capacity_gib} GiB.\n"
+        f"---\n# {spec.name}: {spec.nodes} x {spec.instance_type} ({plural(instance.gpus, 'GPU')} each), {efa}, "
+        f"FSx {spec.fsx_deployment_type} {spec.fsx_capacity_gib} GiB.\n"
         "# Every value that makes this environment differ from overlays/base. Kustomize reads this file but\n"
         "# never emits it (local-config); the bases' environment components copy each value into place by\n"
         "# name. scripts/new-environment writes it; change it by pull request like any manifest.\n"
@@ -235,8 +237,13 @@ spec:
 
 
 def _kustomization(comment: str, resources: list[str], components: list[str]) -> str:
-    lines = ["---", *(f"# {line}" for line in comment.splitlines()), "apiVersion: kustomize.config.k8s.io/v1beta1",
-             "kind: Kustomization", "resources:"]
+    lines = [
+        "---",
+        *(f"# {line}" for line in comment.splitlines()),
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        "resources:",
+    ]
     lines += [f"  - {resource}" for resource in resources]
     lines += ["components:"] + [f"  - {component}" for component in components]
     return "\n".join(lines) + "\n"
@@ -276,11 +283,12 @@ def environment_files(spec: EnvironmentSpec) -> dict[str, str]:
 def readme_row(spec: EnvironmentSpec) -> str:
     """The environment's row in the README's table of environments."""
     instance = spec.instance
-    gpus = f"{instance.gpus} GPU{'s' if instance.gpus != 1 else ''} each"
+    gpus = f"{plural(instance.gpus, 'GPU')} each"
     efa = f"on ({instance.efa_interfaces} interfaces per node)" if spec.efa else "off"
     storage = f"{spec.fsx_deployment_type}, {spec.fsx_capacity_gib} GiB"
     if spec.fsx_s3_import_path:
         storage += f", imports {spec.fsx_s3_import_path}"
     storage += ", deleted with its claim" if spec.delete_fsx_with_claim else ", kept when the claim is deleted"
-    return (f"| `{spec.name}` | `{spec.cluster_name}` | {spec.nodes} x {spec.instance_type} ({gpus}) | {efa} | "
-            f"{storage} |")
+    return (
+        f"| `{spec.name}` | `{spec.cluster_name}` | {spec.nodes} x {spec.instance_type} ({gpus}) | {efa} | {storage} |"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import InputError
@@ -78,10 +78,8 @@ def _undo(originals: dict[Path, bytes | None], staged: dict[Path, Path], created
     for temporary in staged.values():
         temporary.unlink(missing_ok=True)
     for folder in reversed(created_folders):
-        try:
+        with suppress(OSError):
             folder.rmdir()
-        except OSError:
-            pass
 
 
 def write_new(root: Path, files: dict[str, str]) -> None:

@@ -19,16 +19,29 @@ EFA_DAEMONSET = "overlays/base/device-plugins/efa/daemonset.yaml"
 
 def environments(answers: dict) -> list[EnvironmentSpec]:
     """dev (small single-GPU nodes, scratch FSx deleted with its claim, no EFA) and prod (the answers)."""
-    common = {"cluster_prefix": answers["cluster_name"], "region": answers["aws_region"],
-              "availability_zone": answers["availability_zone"]}
-    dev = EnvironmentSpec(name="dev", instance_type=answers["_dev_instance_type"],
-                          nodes=int(answers["_dev_node_count"]), efa=False, delete_fsx_with_claim=True, **common)
-    prod = EnvironmentSpec(name="prod", instance_type=answers["gpu_instance_type"],
-                           nodes=int(answers["gpu_node_count"]),
-                           efa=parse_efa(answers["efa"], answers["gpu_instance_type"])[0],
-                           fsx_deployment_type=answers["fsx_deployment_type"],
-                           fsx_capacity_gib=int(answers["fsx_capacity_gib"]),
-                           fsx_s3_import_path=answers["fsx_s3_import_path"], **common)
+    common = {
+        "cluster_prefix": answers["cluster_name"],
+        "region": answers["aws_region"],
+        "availability_zone": answers["availability_zone"],
+    }
+    dev = EnvironmentSpec(
+        name="dev",
+        instance_type=answers["_dev_instance_type"],
+        nodes=int(answers["_dev_node_count"]),
+        efa=False,
+        delete_fsx_with_claim=True,
+        **common,
+    )
+    prod = EnvironmentSpec(
+        name="prod",
+        instance_type=answers["gpu_instance_type"],
+        nodes=int(answers["gpu_node_count"]),
+        efa=parse_efa(answers["efa"], answers["gpu_instance_type"])[0],
+        fsx_deployment_type=answers["fsx_deployment_type"],
+        fsx_capacity_gib=int(answers["fsx_capacity_gib"]),
+        fsx_s3_import_path=answers["fsx_s3_import_path"],
+        **common,
+    )
     return [dev, prod]
 
 
@@ -40,7 +53,8 @@ def efa_instance_types() -> list[str]:
 
 def _set_efa_instance_types(daemonset: dict) -> None:
     terms = daemonset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     for expression in terms[0]["matchExpressions"]:
         if expression["key"] == "node.kubernetes.io/instance-type":
             expression["values"] = efa_instance_types()

@@ -8,8 +8,8 @@ including the first `---` line) is kept verbatim and the indentation is learnt f
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.util import load_yaml_guess_indent
@@ -22,7 +22,7 @@ def split_preamble(text: str) -> tuple[str, str]:
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
         if line.rstrip() == "---":
-            return "".join(lines[:index + 1]), "".join(lines[index + 1:])
+            return "".join(lines[: index + 1]), "".join(lines[index + 1 :])
         if line.strip() and not line.lstrip().startswith("#"):
             break
     return "", text
@@ -51,9 +51,9 @@ def edited(path: Path, change: Callable[[dict], None]) -> str:
     preamble, body = split_preamble(text)
     round_trip = YAML()
     round_trip.preserve_quotes = True
-    round_trip.width = 4096   # never re-wrap a long line
+    round_trip.width = 4096  # never re-wrap a long line
     data, sequence, offset = load_yaml_guess_indent(body, yaml=round_trip)
-    if offset is None:   # no block sequence to learn from: the style of the files the template writes
+    if offset is None:  # no block sequence to learn from: the style of the files the template writes
         sequence, offset = 4, 2
     round_trip.indent(mapping=mapping_indent(body), sequence=sequence, offset=offset)
     change(data)

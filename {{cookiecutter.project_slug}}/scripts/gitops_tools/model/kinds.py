@@ -68,7 +68,12 @@ REMOVED_APIS = (
     ("apiregistration.k8s.io/v1beta1", None, "1.22", "apiregistration.k8s.io/v1"),
     ("rbac.authorization.k8s.io/v1beta1", None, "1.22", "rbac.authorization.k8s.io/v1"),
     ("scheduling.k8s.io/v1beta1", None, "1.22", "scheduling.k8s.io/v1"),
-    ("storage.k8s.io/v1beta1", ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"), "1.22", "storage.k8s.io/v1"),
+    (
+        "storage.k8s.io/v1beta1",
+        ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment"),
+        "1.22",
+        "storage.k8s.io/v1",
+    ),
     ("admissionregistration.k8s.io/v1beta1", None, "1.22", "admissionregistration.k8s.io/v1"),
     ("coordination.k8s.io/v1beta1", None, "1.22", "coordination.k8s.io/v1"),
     ("certificates.k8s.io/v1beta1", None, "1.22", "certificates.k8s.io/v1"),

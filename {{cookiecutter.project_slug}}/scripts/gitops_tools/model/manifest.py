@@ -21,9 +21,9 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 @dataclass
 class Manifest:
     doc: dict
-    file: str          # where the object comes from, relative to the repository root
-    env: str = ""      # environment name, "" outside an environment
-    source: str = ""   # Flux Kustomization name, "eksctl", or "" for plain files
+    file: str  # where the object comes from, relative to the repository root
+    env: str = ""  # environment name, "" outside an environment
+    source: str = ""  # Flux Kustomization name, "eksctl", or "" for plain files
 
     @property
     def api_version(self) -> str:
@@ -79,10 +79,10 @@ class Manifest:
 @dataclass
 class FluxKustomization:
     manifest: Manifest
-    path: str                 # spec.path without "./"
+    path: str  # spec.path without "./"
     depends_on: list[str] = field(default_factory=list)
     objects: list[Manifest] = field(default_factory=list)
-    rendered: bool = True     # False when spec.path does not exist (render's skip_missing)
+    rendered: bool = True  # False when spec.path does not exist (render's skip_missing)
 
     @property
     def name(self) -> str:

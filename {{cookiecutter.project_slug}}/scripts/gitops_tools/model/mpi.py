@@ -25,10 +25,44 @@ PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
 # Open MPI 4.1 options that take operands (`mpirun --help all`), single- and double-dash forms, and
 # horovodrun's. Options not listed are taken as switches without an operand.
 _ONE_OPERAND = {
-    "np", "n", "c", "x", "H", "host", "hostfile", "machinefile", "default-hostfile", "bind-to", "map-by",
-    "rank-by", "npernode", "N", "npersocket", "output-filename", "wdir", "wd", "path", "prefix", "am", "tune",
-    "report-uri", "timeout", "cpus-per-proc", "cpus-per-rank", "stdin", "num-proc", "hosts", "p", "ssh-port",
-    "network-interface", "start-timeout", "log-level", "mpi-args", "min-np", "max-np", "slots-per-host",
+    "np",
+    "n",
+    "c",
+    "x",
+    "H",
+    "host",
+    "hostfile",
+    "machinefile",
+    "default-hostfile",
+    "bind-to",
+    "map-by",
+    "rank-by",
+    "npernode",
+    "N",
+    "npersocket",
+    "output-filename",
+    "wdir",
+    "wd",
+    "path",
+    "prefix",
+    "am",
+    "tune",
+    "report-uri",
+    "timeout",
+    "cpus-per-proc",
+    "cpus-per-rank",
+    "stdin",
+    "num-proc",
+    "hosts",
+    "p",
+    "ssh-port",
+    "network-interface",
+    "start-timeout",
+    "log-level",
+    "mpi-args",
+    "min-np",
+    "max-np",
+    "slots-per-host",
 }
 _TWO_OPERANDS = {"mca", "gmca"}
 # Python's own options that take an operand.
@@ -85,10 +119,10 @@ def _operands(option: str) -> int:
 class Launch:
     """A launcher command line read back: where each part starts, and what is wrong with it."""
 
-    launcher: int                                         # index of mpirun (or horovodrun)
+    launcher: int  # index of mpirun (or horovodrun)
     options: list[tuple[int, list[int]]] = field(default_factory=list)  # (option, its operands)
-    program: int | None = None                            # index of the program, None when absent
-    problems: list[tuple[int, str]] = field(default_factory=list)       # (token index, what is wrong)
+    program: int | None = None  # index of the program, None when absent
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (token index, what is wrong)
 
     def operand(self, tokens: list[str], flags: tuple[str, ...]) -> tuple[str, int] | None:
         """(value, token index) of the first option among `flags` (`-np 4` or `-np=4`)."""
@@ -145,9 +179,8 @@ def _check_operand(launch: Launch, tokens: list[str], index: int, operands: list
             launch.problems.append((index, f"-x has no operand: {value} starts the program"))
         elif not _VARIABLE.match(value):
             launch.problems.append((operands[0], f"-x {value} is not NAME or NAME=value"))
-    elif f"-{flag}" in PROCESS_COUNT_FLAGS or f"--{flag}" in PROCESS_COUNT_FLAGS:
-        if not value.isdigit() or int(value) < 1:
-            launch.problems.append((operands[0], f"{tokens[index]} {value} is not a number of processes"))
+    elif {f"-{flag}", f"--{flag}"} & set(PROCESS_COUNT_FLAGS) and (not value.isdigit() or int(value) < 1):
+        launch.problems.append((operands[0], f"{tokens[index]} {value} is not a number of processes"))
 
 
 def _check_program(launch: Launch, tokens: list[str], index: int) -> None:

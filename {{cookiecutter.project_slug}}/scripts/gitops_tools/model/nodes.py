@@ -27,7 +27,7 @@ class Taint:
 @dataclass
 class NodeGroup:
     doc: dict
-    path: tuple   # ("managedNodeGroups", index) or ("nodeGroups", index)
+    path: tuple  # ("managedNodeGroups", index) or ("nodeGroups", index)
 
     @property
     def name(self) -> str:
@@ -73,9 +73,12 @@ class NodeGroup:
     @cached_property
     def labels(self) -> dict[str, str]:
         """The node labels pods can select: the group's own plus those EKS and eksctl add."""
-        labels = {"kubernetes.io/os": "linux", "alpha.eksctl.io/nodegroup-name": self.name,
-                  "eks.amazonaws.com/nodegroup": self.name,
-                  "eks.amazonaws.com/capacityType": "SPOT" if self.doc.get("spot") else "ON_DEMAND"}
+        labels = {
+            "kubernetes.io/os": "linux",
+            "alpha.eksctl.io/nodegroup-name": self.name,
+            "eks.amazonaws.com/nodegroup": self.name,
+            "eks.amazonaws.com/capacityType": "SPOT" if self.doc.get("spot") else "ON_DEMAND",
+        }
         types = self.instance_types
         if len(types) == 1:
             labels["node.kubernetes.io/instance-type"] = labels["beta.kubernetes.io/instance-type"] = types[0]
@@ -95,9 +98,12 @@ class NodeGroup:
             for taint in raw:
                 if isinstance(taint, dict):
                     effect = str(taint.get("effect", ""))
-                    found.append(Taint(str(taint.get("key", "")), str(taint.get("value", "") or ""),
-                                       _EFFECTS.get(effect, effect)))
-        elif isinstance(raw, dict):   # unmanaged groups' old form: key: "value:Effect"
+                    found.append(
+                        Taint(
+                            str(taint.get("key", "")), str(taint.get("value", "") or ""), _EFFECTS.get(effect, effect)
+                        )
+                    )
+        elif isinstance(raw, dict):  # unmanaged groups' old form: key: "value:Effect"
             for key, text in raw.items():
                 value, _, effect = str(text).rpartition(":")
                 found.append(Taint(str(key), value, _EFFECTS.get(effect, effect)))
@@ -109,8 +115,12 @@ class NodeGroup:
 
 def node_groups(cluster_config: dict) -> list[NodeGroup]:
     """The managed and unmanaged node groups of a ClusterConfig document, in order."""
-    return [NodeGroup(group, (section, index)) for section in ("managedNodeGroups", "nodeGroups")
-            for index, group in enumerate(sequence(cluster_config, section)) if isinstance(group, dict)]
+    return [
+        NodeGroup(group, (section, index))
+        for section in ("managedNodeGroups", "nodeGroups")
+        for index, group in enumerate(sequence(cluster_config, section))
+        if isinstance(group, dict)
+    ]
 
 
 def tolerates(tolerations: list[dict], taint: Taint) -> bool:
@@ -162,7 +172,9 @@ def selects(template: PodTemplate, group: NodeGroup) -> bool:
             return False
     terms = template.required_terms
     if terms:
-        return any(all(_expression_matches(e, labels) for e in sequence(term, "matchExpressions")
-                       if isinstance(e, dict))
-                   for term in terms if sequence(term, "matchExpressions") or sequence(term, "matchFields"))
+        return any(
+            all(_expression_matches(e, labels) for e in sequence(term, "matchExpressions") if isinstance(e, dict))
+            for term in terms
+            if sequence(term, "matchExpressions") or sequence(term, "matchFields")
+        )
     return True

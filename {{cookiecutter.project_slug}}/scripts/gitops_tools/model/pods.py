@@ -24,7 +24,7 @@ _TEMPLATE_PATHS = {
 @dataclass
 class Container:
     spec: dict
-    path: tuple          # inside the owning object
+    path: tuple  # inside the owning object
     init: bool = False
 
     @property
@@ -62,10 +62,10 @@ class Container:
 @dataclass
 class PodTemplate:
     owner: Manifest
-    role: str           # MPIJob replica type ("Launcher", "Worker"), "" for other workloads
+    role: str  # MPIJob replica type ("Launcher", "Worker"), "" for other workloads
     replicas: int | None  # pods made from it at once; None for a DaemonSet (one per node)
     spec: dict
-    path: tuple         # of the pod spec inside the owner
+    path: tuple  # of the pod spec inside the owner
 
     @property
     def label(self) -> str:
@@ -76,18 +76,24 @@ class PodTemplate:
     def full_label(self) -> str:
         return f"{self.owner.kind}/{self.owner.name}" + (f" {self.role}" if self.role else "")
 
-    def container_label(self, container: "Container") -> str:
+    def container_label(self, container: Container) -> str:
         return f"{self.role + ' ' if self.role else ''}container {container.name}"
 
     @cached_property
     def containers(self) -> list[Container]:
-        return [Container(c, (*self.path, "containers", i)) for i, c in enumerate(sequence(self.spec, "containers"))
-                if isinstance(c, dict)]
+        return [
+            Container(c, (*self.path, "containers", i))
+            for i, c in enumerate(sequence(self.spec, "containers"))
+            if isinstance(c, dict)
+        ]
 
     @cached_property
     def init_containers(self) -> list[Container]:
-        return [Container(c, (*self.path, "initContainers", i), init=True)
-                for i, c in enumerate(sequence(self.spec, "initContainers")) if isinstance(c, dict)]
+        return [
+            Container(c, (*self.path, "initContainers", i), init=True)
+            for i, c in enumerate(sequence(self.spec, "initContainers"))
+            if isinstance(c, dict)
+        ]
 
     def request(self, resource: str) -> float:
         """Total over the (app) containers: what the scheduler must find on one node."""
@@ -103,9 +109,14 @@ class PodTemplate:
 
     @property
     def required_terms(self) -> list[dict]:
-        return [t for t in sequence(mapping(self.spec, "affinity", "nodeAffinity",
-                                            "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms")
-                if isinstance(t, dict)]
+        return [
+            t
+            for t in sequence(
+                mapping(self.spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+                "nodeSelectorTerms",
+            )
+            if isinstance(t, dict)
+        ]
 
     @property
     def volumes(self) -> dict[str, tuple[int, dict]]:
@@ -113,10 +124,14 @@ class PodTemplate:
 
     def claims(self) -> list[tuple[str, tuple]]:
         """(claimName, field path) of each PersistentVolumeClaim volume."""
-        return [(str(v["persistentVolumeClaim"]["claimName"]),
-                 (*self.path, "volumes", i, "persistentVolumeClaim", "claimName"))
-                for i, v in self.volumes.values()
-                if mapping(v, "persistentVolumeClaim").get("claimName")]
+        return [
+            (
+                str(v["persistentVolumeClaim"]["claimName"]),
+                (*self.path, "volumes", i, "persistentVolumeClaim", "claimName"),
+            )
+            for i, v in self.volumes.values()
+            if mapping(v, "persistentVolumeClaim").get("claimName")
+        ]
 
 
 def pod_templates(manifest: Manifest) -> list[PodTemplate]:
@@ -125,8 +140,15 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
         for role, replica_spec in mapping(manifest.doc, "spec", "mpiReplicaSpecs").items():
             if isinstance(replica_spec, dict):
                 replicas = integer(replica_spec.get("replicas"), 1 if role == "Launcher" else 0)
-                found.append(PodTemplate(manifest, str(role), replicas, mapping(replica_spec, "template", "spec"),
-                                         ("spec", "mpiReplicaSpecs", role, "template", "spec")))
+                found.append(
+                    PodTemplate(
+                        manifest,
+                        str(role),
+                        replicas,
+                        mapping(replica_spec, "template", "spec"),
+                        ("spec", "mpiReplicaSpecs", role, "template", "spec"),
+                    )
+                )
         return found
     path = _TEMPLATE_PATHS.get((manifest.group, manifest.kind))
     if path is None:
@@ -135,7 +157,11 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     if manifest.kind == "DaemonSet":
         replicas = None
     elif manifest.kind in ("Job", "CronJob"):
-        job = mapping(manifest.doc, "spec") if manifest.kind == "Job" else mapping(manifest.doc, "spec", "jobTemplate", "spec")
+        job = (
+            mapping(manifest.doc, "spec")
+            if manifest.kind == "Job"
+            else mapping(manifest.doc, "spec", "jobTemplate", "spec")
+        )
         replicas = integer(job.get("parallelism"), 1)
     elif manifest.kind == "Pod":
         replicas = 1

@@ -28,15 +28,18 @@ class Scope:
     kustomizations: list[FluxKustomization] = field(default_factory=list)
     complete: bool = False
     kubernetes_version: str = ""
-    platform: dict = field(default_factory=dict)   # platform.yaml
+    platform: dict = field(default_factory=dict)  # platform.yaml
 
     @property
     def production(self) -> bool:
         return self.env in PRODUCTION_NAMES or self.env.startswith(tuple(f"{n}-" for n in PRODUCTION_NAMES))
 
     def has(self, context: str) -> bool:
-        return {"cluster": self.cluster_config is not None, "environment": self.complete,
-                "flux": bool(self.kustomizations)}[context]
+        return {
+            "cluster": self.cluster_config is not None,
+            "environment": self.complete,
+            "flux": bool(self.kustomizations),
+        }[context]
 
     def of(self, kind: str, group: str | None = None) -> list[Manifest]:
         return [m for m in self.objects if m.kind == kind and (group is None or m.group == group)]

@@ -33,10 +33,26 @@ def text(rules: list[Rule]) -> str:
 
 
 def as_json(rules: list[Rule]) -> str:
-    return json.dumps([{"id": r.id, "severity": r.severity, "production_severity": r.production_severity,
-                        "category": r.category, "stage": r.stage, "requires": list(r.requires),
-                        "description": r.description, "remediation": r.remediation, "docs": r.docs}
-                       for r in rules], indent=2) + "\n"
+    return (
+        json.dumps(
+            [
+                {
+                    "id": r.id,
+                    "severity": r.severity,
+                    "production_severity": r.production_severity,
+                    "category": r.category,
+                    "stage": r.stage,
+                    "requires": list(r.requires),
+                    "description": r.description,
+                    "remediation": r.remediation,
+                    "docs": r.docs,
+                }
+                for r in rules
+            ],
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def markdown(rules: list[Rule]) -> str:
@@ -68,10 +84,18 @@ def markdown(rules: list[Rule]) -> str:
     for category, members in groupby(rules, key=lambda r: r.category):
         lines += ["", f"## {category}"]
         for r in members:
-            lines += ["", f"### {r.id}", "", f"{r.description}.", "", r.docs, "",
-                      f"- Severity: {_severity(r)}",
-                      f"- Needs: {_needs(r) if r.requires else 'the objects alone'}",
-                      f"- Remediation: {r.remediation}"]
+            lines += [
+                "",
+                f"### {r.id}",
+                "",
+                f"{r.description}.",
+                "",
+                r.docs,
+                "",
+                f"- Severity: {_severity(r)}",
+                f"- Needs: {_needs(r) if r.requires else 'the objects alone'}",
+                f"- Remediation: {r.remediation}",
+            ]
     lines += ["", "Contexts a rule may need:", ""]
     lines.extend(f"- {_CONTEXT_NAMES[k]}: {v}" for k, v in CONTEXTS.items())
     return "\n".join(lines) + "\n"

@@ -21,8 +21,14 @@ REMOTE_PROVIDERS = (
     # The MPI operator's kustomize overlays (manifests/base holds kubeflow.org_mpijobs.yaml).
     {"url": "github.com/kubeflow/mpi-operator", "provides": ["kubeflow.org/MPIJob"]},
 )
-_BOOTSTRAP_GROUPS = ("kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io",
-                     "notification.toolkit.fluxcd.io", "image.toolkit.fluxcd.io", "source.extensions.fluxcd.io")
+_BOOTSTRAP_GROUPS = (
+    "kustomize.toolkit.fluxcd.io",
+    "source.toolkit.fluxcd.io",
+    "helm.toolkit.fluxcd.io",
+    "notification.toolkit.fluxcd.io",
+    "image.toolkit.fluxcd.io",
+    "source.extensions.fluxcd.io",
+)
 # Objects that are never applied to the cluster.
 _NOT_APPLIED_GROUPS = ("eksctl.io", "kustomize.config.k8s.io")
 # What `flux bootstrap` creates: the source every entry point reads.
@@ -43,9 +49,9 @@ def is_custom_resource(manifest: Manifest) -> bool:
 
 @dataclass
 class Provider:
-    top: FluxKustomization   # the entry point that applies it
-    via: Manifest | None     # the nested Kustomization or HelmRelease that installs the CRD, if not direct
-    key: tuple[str, str] | None = None   # (namespace, name) of a nested Flux Kustomization
+    top: FluxKustomization  # the entry point that applies it
+    via: Manifest | None  # the nested Kustomization or HelmRelease that installs the CRD, if not direct
+    key: tuple[str, str] | None = None  # (namespace, name) of a nested Flux Kustomization
 
     def describe(self) -> str:
         return f"{self.top.name}" + (f" (through {self.via.kind} {self.via.name})" if self.via else "")
@@ -66,14 +72,16 @@ class Graph:
             for manifest in kustomization.objects:
                 if (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
                     self.nested[_key(manifest)] = (kustomization, manifest)
-        self.manifests = {**{k: v.manifest for k, v in self.top.items()},
-                          **{k: m for k, (_, m) in self.nested.items()}}
+        self.manifests = {**{k: v.manifest for k, v in self.top.items()}, **{k: m for k, (_, m) in self.nested.items()}}
 
     def depends_on(self, key: tuple[str, str]) -> list[tuple[tuple[str, str], int]]:
         """((namespace, name), index in spec.dependsOn) of each dependency."""
         manifest = self.manifests[key]
-        return [((str(d.get("namespace") or key[0]), str(d.get("name", ""))), i)
-                for i, d in enumerate(sequence(manifest.doc, "spec", "dependsOn")) if isinstance(d, dict)]
+        return [
+            ((str(d.get("namespace") or key[0]), str(d.get("name", ""))), i)
+            for i, d in enumerate(sequence(manifest.doc, "spec", "dependsOn"))
+            if isinstance(d, dict)
+        ]
 
     def reachable(self, key: tuple[str, str]) -> set[tuple[str, str]]:
         seen, stack = set(), [key]
@@ -92,7 +100,7 @@ def _provider_table(scope: Scope) -> list[dict]:
 
 
 def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
-    """"group/Kind" -> where its CRD comes from."""
+    """ "group/Kind" -> where its CRD comes from."""
     table = _provider_table(scope)
     sources = {(m.kind, m.namespace or "flux-system", m.name): m for m in scope.objects}
     found: dict[str, list[Provider]] = {}
@@ -104,8 +112,13 @@ def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
                 found.setdefault(key, []).append(Provider(top, None))
             elif (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
                 ref = mapping(manifest.doc, "spec", "sourceRef")
-                source = sources.get((str(ref.get("kind", "")), str(ref.get("namespace") or manifest.namespace
-                                                                     or "flux-system"), str(ref.get("name", ""))))
+                source = sources.get(
+                    (
+                        str(ref.get("kind", "")),
+                        str(ref.get("namespace") or manifest.namespace or "flux-system"),
+                        str(ref.get("name", "")),
+                    )
+                )
                 url = normalise_url(mapping(source.doc, "spec").get("url", "")) if source else ""
                 for entry in table:
                     if url and entry.get("url") and normalise_url(entry["url"]) == url:
@@ -125,41 +138,57 @@ def _waits(manifest: Manifest) -> bool:
     return spec.get("wait") is True or bool(sequence(spec, "healthChecks"))
 
 
-@rule("flux-path-missing", "error", requires=("flux",),
-      description="A Flux Kustomization's spec.path does not exist in the repository",
-      remediation="Point spec.path at an existing overlay folder (relative to the repository root), or create it.",
-      docs="""kustomize-controller fails the Kustomization, and everything that depends on it waits forever.
+@rule(
+    "flux-path-missing",
+    "error",
+    requires=("flux",),
+    description="A Flux Kustomization's spec.path does not exist in the repository",
+    remediation="Point spec.path at an existing overlay folder (relative to the repository root), or create it.",
+    docs="""kustomize-controller fails the Kustomization, and everything that depends on it waits forever.
       A path that exists but does not build is an input error instead: validate stops with exit status 2 and
-      kustomize's message.""")
+      kustomize's message.""",
+)
 def flux_path_missing(scope: Scope):
     for kustomization in scope.kustomizations:
         if not kustomization.rendered:
-            yield Finding(kustomization.manifest,
-                          f"Kustomization {kustomization.name} points at {kustomization.path!r}, which does not exist",
-                          ("spec", "path"))
+            yield Finding(
+                kustomization.manifest,
+                f"Kustomization {kustomization.name} points at {kustomization.path!r}, which does not exist",
+                ("spec", "path"),
+            )
 
 
-@rule("dependency-missing", "error", requires=("flux",),
-      description="A Flux Kustomization depends on one that does not exist in the environment",
-      remediation="Fix the name (and namespace) under spec.dependsOn, or add the missing Kustomization.",
-      docs="""Flux keeps a Kustomization with a missing dependency in "dependency not found" and never applies
+@rule(
+    "dependency-missing",
+    "error",
+    requires=("flux",),
+    description="A Flux Kustomization depends on one that does not exist in the environment",
+    remediation="Fix the name (and namespace) under spec.dependsOn, or add the missing Kustomization.",
+    docs="""Flux keeps a Kustomization with a missing dependency in "dependency not found" and never applies
       it. dependsOn names Flux Kustomizations (not HelmReleases), in the same namespace unless one is
-      given.""")
+      given.""",
+)
 def dependency_missing(scope: Scope):
     graph = Graph(scope)
     for key, manifest in graph.manifests.items():
         for target, index in graph.depends_on(key):
             if target not in graph.manifests:
-                yield Finding(manifest,
-                              f"dependsOn {target[0]}/{target[1]}, which is not a Flux Kustomization of this environment",
-                              ("spec", "dependsOn", index))
+                yield Finding(
+                    manifest,
+                    f"dependsOn {target[0]}/{target[1]}, which is not a Flux Kustomization of this environment",
+                    ("spec", "dependsOn", index),
+                )
 
 
-@rule("dependency-cycle", "error", requires=("flux",),
-      description="Flux Kustomizations depend on each other in a cycle",
-      remediation="Remove one dependsOn entry of the cycle; dependencies must form a chain or a tree.",
-      docs="""Every Kustomization in a dependsOn cycle waits for another one, so none of them is ever
-      applied.""")
+@rule(
+    "dependency-cycle",
+    "error",
+    requires=("flux",),
+    description="Flux Kustomizations depend on each other in a cycle",
+    remediation="Remove one dependsOn entry of the cycle; dependencies must form a chain or a tree.",
+    docs="""Every Kustomization in a dependsOn cycle waits for another one, so none of them is ever
+      applied.""",
+)
 def dependency_cycle(scope: Scope):
     graph = Graph(scope)
     reported = set()
@@ -167,47 +196,62 @@ def dependency_cycle(scope: Scope):
         if key in graph.reachable(key) and key not in reported:
             cycle = sorted(k for k in graph.reachable(key) if key in graph.reachable(k))
             reported.update(cycle)
-            yield Finding(manifest,
-                          "dependsOn cycle: " + " -> ".join(name for _, name in cycle) + f" -> {cycle[0][1]}",
-                          ("spec", "dependsOn"))
+            yield Finding(
+                manifest,
+                "dependsOn cycle: " + " -> ".join(name for _, name in cycle) + f" -> {cycle[0][1]}",
+                ("spec", "dependsOn"),
+            )
 
 
-@rule("crd-not-installed", "error", requires=("flux",),
-      description="A custom resource is applied but nothing in the environment installs its CRD",
-      remediation="Install the CRD in a Kustomization the resource's Kustomization depends on; for a remote "
-                  "source, add it to crd_providers in platform.yaml.",
-      docs="""Without its CustomResourceDefinition the API server rejects the object ("no matches for kind")
+@rule(
+    "crd-not-installed",
+    "error",
+    requires=("flux",),
+    description="A custom resource is applied but nothing in the environment installs its CRD",
+    remediation="Install the CRD in a Kustomization the resource's Kustomization depends on; for a remote "
+    "source, add it to crd_providers in platform.yaml.",
+    docs="""Without its CustomResourceDefinition the API server rejects the object ("no matches for kind")
       and the whole Kustomization fails. CRDs are found in the rendered output, in the remote sources listed
       in `scripts/gitops_tools/rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
       platform.yaml (entries `{url: <git or oci url>, provides: [group/Kind]}` or `{chart: <name>,
-      provides: [...]}`). Flux's own kinds come from `flux bootstrap`.""")
+      provides: [...]}`). Flux's own kinds come from `flux bootstrap`.""",
+)
 def crd_not_installed(scope: Scope):
     found = providers(scope, Graph(scope))
     for kustomization in scope.kustomizations:
         for manifest in kustomization.objects:
-            if is_custom_resource(manifest) and manifest.kind != "CustomResourceDefinition" \
-                    and f"{manifest.group}/{manifest.kind}" not in found:
-                yield Finding(manifest,
-                              f"nothing in this environment installs the CRD of {manifest.api_version} {manifest.kind}",
-                              ("apiVersion",))
+            if (
+                is_custom_resource(manifest)
+                and manifest.kind != "CustomResourceDefinition"
+                and f"{manifest.group}/{manifest.kind}" not in found
+            ):
+                yield Finding(
+                    manifest,
+                    f"nothing in this environment installs the CRD of {manifest.api_version} {manifest.kind}",
+                    ("apiVersion",),
+                )
 
 
 def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:
     consumer_key = _key(consumer.manifest)
     if provider.via is None and provider.top is consumer:
-        return True   # Flux applies CRDs first within one Kustomization
+        return True  # Flux applies CRDs first within one Kustomization
     reachable = graph.reachable(consumer_key)
     return _key(provider.top.manifest) in reachable or (provider.key is not None and provider.key in reachable)
 
 
-@rule("custom-resource-before-crd", "error", requires=("flux",),
-      description="A custom resource's Kustomization does not depend on the one that installs its CRD",
-      remediation="Add the CRD's Kustomization to spec.dependsOn of the resource's Kustomization (directly or "
-                  "through another dependency).",
-      docs="""Flux reconciles Kustomizations in parallel unless dependsOn orders them. Without the dependency
+@rule(
+    "custom-resource-before-crd",
+    "error",
+    requires=("flux",),
+    description="A custom resource's Kustomization does not depend on the one that installs its CRD",
+    remediation="Add the CRD's Kustomization to spec.dependsOn of the resource's Kustomization (directly or "
+    "through another dependency).",
+    docs="""Flux reconciles Kustomizations in parallel unless dependsOn orders them. Without the dependency
       the custom resource may be applied before its CRD exists and fail, on every fresh cluster and after
       every disaster recovery. A CRD installed by a nested Kustomization in the same entry point is not
-      ordered either: the nested one reconciles on its own.""")
+      ordered either: the nested one reconciles on its own.""",
+)
 def custom_resource_before_crd(scope: Scope):
     graph = Graph(scope)
     found = providers(scope, graph)
@@ -220,20 +264,28 @@ def custom_resource_before_crd(scope: Scope):
                 continue
             beside = [p for p in candidates if p.top is kustomization and p.via is not None]
             if beside:
-                message = (f"Kustomization {kustomization.name} applies it next to {beside[0].via.kind} "
-                           f"{beside[0].via.name}, which installs its CRD on its own schedule")
+                message = (
+                    f"Kustomization {kustomization.name} applies it next to {beside[0].via.kind} "
+                    f"{beside[0].via.name}, which installs its CRD on its own schedule"
+                )
             else:
-                message = (f"Kustomization {kustomization.name} applies it but does not depend on "
-                           f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD")
+                message = (
+                    f"Kustomization {kustomization.name} applies it but does not depend on "
+                    f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD"
+                )
             yield Finding(manifest, message, ("apiVersion",))
 
 
-@rule("crd-provider-not-waited", "warning", requires=("flux",),
-      description="A dependency that installs a CRD through a nested Kustomization does not wait for it",
-      remediation="Set wait: true on the nested Kustomization and on the entry point that applies it.",
-      docs="""dependsOn waits until the dependency is Ready. Without `wait: true` (or healthChecks) a
+@rule(
+    "crd-provider-not-waited",
+    "warning",
+    requires=("flux",),
+    description="A dependency that installs a CRD through a nested Kustomization does not wait for it",
+    remediation="Set wait: true on the nested Kustomization and on the entry point that applies it.",
+    docs="""dependsOn waits until the dependency is Ready. Without `wait: true` (or healthChecks) a
       Kustomization is Ready as soon as its objects are applied, before a nested Kustomization has installed
-      the CRD, so the first reconcile of the custom resource fails and only a retry succeeds.""")
+      the CRD, so the first reconcile of the custom resource fails and only a retry succeeds.""",
+)
 def crd_provider_not_waited(scope: Scope):
     graph = Graph(scope)
     found = providers(scope, graph)
@@ -244,22 +296,30 @@ def crd_provider_not_waited(scope: Scope):
                 if provider.key is None or not _ordered(graph, kustomization, provider):
                     continue
                 direct = provider.key in graph.reachable(_key(kustomization.manifest))
-                unwaited = [m for m in ([provider.via] if direct else [provider.via, provider.top.manifest])
-                            if not _waits(m)]
+                unwaited = [
+                    m for m in ([provider.via] if direct else [provider.via, provider.top.manifest]) if not _waits(m)
+                ]
                 for waiting in unwaited:
                     if id(waiting) not in reported:
                         reported.add(id(waiting))
-                        yield Finding(waiting,
-                                      f"{waiting.kind} {waiting.name} installs the CRD of {manifest.kind} "
-                                      f"(through {provider.via.name}) but does not wait", ("spec",))
+                        yield Finding(
+                            waiting,
+                            f"{waiting.kind} {waiting.name} installs the CRD of {manifest.kind} "
+                            f"(through {provider.via.name}) but does not wait",
+                            ("spec",),
+                        )
 
 
-@rule("flux-source-missing", "error", requires=("environment",),
-      description="A Flux Kustomization or HelmRelease refers to a source the environment does not define",
-      remediation="Add the GitRepository, HelmRepository or OCIRepository to the same overlay, or fix the sourceRef.",
-      docs="""A missing source leaves the Kustomization or HelmRelease not Ready ("source not found"), and
+@rule(
+    "flux-source-missing",
+    "error",
+    requires=("environment",),
+    description="A Flux Kustomization or HelmRelease refers to a source the environment does not define",
+    remediation="Add the GitRepository, HelmRepository or OCIRepository to the same overlay, or fix the sourceRef.",
+    docs="""A missing source leaves the Kustomization or HelmRelease not Ready ("source not found"), and
       everything that depends on it waits. The flux-system GitRepository made by `flux bootstrap` is taken as
-      present.""")
+      present.""",
+)
 def flux_source_missing(scope: Scope):
     present = {(m.kind, m.namespace or "flux-system", m.name) for m in scope.objects} | _BOOTSTRAP_SOURCES
     for manifest in scope.objects:
@@ -267,16 +327,24 @@ def flux_source_missing(scope: Scope):
         if (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
             refs = [(mapping(spec, "sourceRef"), ("spec", "sourceRef"))]
         elif manifest.kind == "HelmRelease":
-            refs = [(mapping(spec, "chart", "spec", "sourceRef"), ("spec", "chart", "spec", "sourceRef")),
-                    (mapping(spec, "chartRef"), ("spec", "chartRef"))]
+            refs = [
+                (mapping(spec, "chart", "spec", "sourceRef"), ("spec", "chart", "spec", "sourceRef")),
+                (mapping(spec, "chartRef"), ("spec", "chartRef")),
+            ]
         else:
             continue
         for ref, path in refs:
             if not ref:
                 continue
-            wanted = (str(ref.get("kind", "")), str(ref.get("namespace") or manifest.namespace or "flux-system"),
-                      str(ref.get("name", "")))
+            wanted = (
+                str(ref.get("kind", "")),
+                str(ref.get("namespace") or manifest.namespace or "flux-system"),
+                str(ref.get("name", "")),
+            )
             if wanted not in present:
-                yield Finding(manifest,
-                              f"{manifest.kind} {manifest.name} reads {wanted[0]} {wanted[1]}/{wanted[2]}, "
-                              "which this environment does not define", path)
+                yield Finding(
+                    manifest,
+                    f"{manifest.kind} {manifest.name} reads {wanted[0]} {wanted[1]}/{wanted[2]}, "
+                    "which this environment does not define",
+                    path,
+                )

@@ -11,8 +11,8 @@ their stage makes findings with `Rule.finding`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from ..model import Manifest
 

@@ -30,32 +30,40 @@ def claims(scope: Scope):
 
 
 def _deployment_type(params: dict) -> str:
-    return params.get("deploymentType") or "SCRATCH_1"   # the FSx API's default
+    return params.get("deploymentType") or "SCRATCH_1"  # the FSx API's default
 
 
-@rule("storage-class-missing", "error", requires=("environment",),
-      description="A PersistentVolumeClaim names a StorageClass the environment does not define",
-      remediation="Define the StorageClass in the environment's infrastructure overlay, or fix storageClassName.",
-      docs="""A claim whose StorageClass does not exist stays Pending, and so do the pods that mount it. EKS
-      itself only provides `gp2`.""")
+@rule(
+    "storage-class-missing",
+    "error",
+    requires=("environment",),
+    description="A PersistentVolumeClaim names a StorageClass the environment does not define",
+    remediation="Define the StorageClass in the environment's infrastructure overlay, or fix storageClassName.",
+    docs="""A claim whose StorageClass does not exist stays Pending, and so do the pods that mount it. EKS
+      itself only provides `gp2`.""",
+)
 def storage_class_missing(scope: Scope):
     known = storage_classes(scope)
     for claim in claims(scope):
         name = mapping(claim.doc, "spec").get("storageClassName")
         if name and name not in known and name not in _CLUSTER_STORAGE_CLASSES:
-            yield Finding(claim, f"StorageClass {name!r} is not defined in this environment",
-                          ("spec", "storageClassName"))
+            yield Finding(
+                claim, f"StorageClass {name!r} is not defined in this environment", ("spec", "storageClassName")
+            )
 
 
-@rule("fsx-storage-class-invalid", "error",
-      description="An FSx for Lustre StorageClass lacks a subnet or security groups, or sets invalid types",
-      remediation="Set parameters.subnetId (one subnet in the GPU nodes' zone), parameters.securityGroupIds "
-                  "(allowing TCP 988 and 1018-1023) and a valid deploymentType and storageType.",
-      docs="""The FSx CSI driver creates the file system in exactly one subnet with the given security groups;
+@rule(
+    "fsx-storage-class-invalid",
+    "error",
+    description="An FSx for Lustre StorageClass lacks a subnet or security groups, or sets invalid types",
+    remediation="Set parameters.subnetId (one subnet in the GPU nodes' zone), parameters.securityGroupIds "
+    "(allowing TCP 988 and 1018-1023) and a valid deploymentType and storageType.",
+    docs="""The FSx CSI driver creates the file system in exactly one subnet with the given security groups;
       without them, or with more than one subnet, creation fails and the claim stays Pending. deploymentType
       is one of SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2; HDD storage needs PERSISTENT_1 and a
       driveCacheType; Lustre 2.10 (`fileSystemTypeVersion`) is not offered for PERSISTENT_2; an EFA-enabled
-      file system (`efaEnabled`) must be PERSISTENT_2 with a `metadataConfigurationMode`.""")
+      file system (`efaEnabled`) must be PERSISTENT_2 with a `metadataConfigurationMode`.""",
+)
 def fsx_storage_class_invalid(scope: Scope):
     for storage_class in fsx_classes(scope):
         params = parameters(storage_class)
@@ -69,7 +77,9 @@ def fsx_storage_class_invalid(scope: Scope):
             problems.append(("securityGroupIds", "no securityGroupIds"))
         deployment = _deployment_type(params)
         if deployment not in fsx.DEPLOYMENT_TYPES:
-            problems.append(("deploymentType", f"deploymentType {deployment} is not one of {', '.join(fsx.DEPLOYMENT_TYPES)}"))
+            problems.append(
+                ("deploymentType", f"deploymentType {deployment} is not one of {', '.join(fsx.DEPLOYMENT_TYPES)}")
+            )
         storage = params.get("storageType", "SSD")
         if storage not in fsx.STORAGE_TYPES:
             problems.append(("storageType", f"storageType {storage} is not one of {', '.join(fsx.STORAGE_TYPES)}"))
@@ -91,17 +101,22 @@ def _lustre_version_problems(params: dict, deployment: str) -> list[tuple[str, s
         if deployment != "PERSISTENT_2":
             problems.append(("efaEnabled", f"efaEnabled needs PERSISTENT_2, not {deployment}"))
         if not params.get("metadataConfigurationMode"):
-            problems.append(("efaEnabled", "efaEnabled needs metadataConfigurationMode (AUTOMATIC or USER_PROVISIONED)"))
+            problems.append(
+                ("efaEnabled", "efaEnabled needs metadataConfigurationMode (AUTOMATIC or USER_PROVISIONED)")
+            )
     return problems
 
 
-@rule("fsx-throughput-invalid", "error",
-      description="perUnitStorageThroughput does not fit the FSx deployment and storage type",
-      remediation="Use 125, 250, 500 or 1000 for PERSISTENT_2, 50, 100 or 200 for PERSISTENT_1 SSD, 12 or 40 for "
-                  "PERSISTENT_1 HDD, and none for SCRATCH types.",
-      docs="""FSx requires a per-unit throughput (MB/s per TiB) for persistent file systems, from a fixed list
+@rule(
+    "fsx-throughput-invalid",
+    "error",
+    description="perUnitStorageThroughput does not fit the FSx deployment and storage type",
+    remediation="Use 125, 250, 500 or 1000 for PERSISTENT_2, 50, 100 or 200 for PERSISTENT_1 SSD, 12 or 40 for "
+    "PERSISTENT_1 HDD, and none for SCRATCH types.",
+    docs="""FSx requires a per-unit throughput (MB/s per TiB) for persistent file systems, from a fixed list
       per type, and refuses one on scratch file systems. The driver passes the parameter through, so a wrong
-      value fails at creation, after the sync.""")
+      value fails at creation, after the sync.""",
+)
 def fsx_throughput_invalid(scope: Scope):
     for storage_class in fsx_classes(scope):
         params = parameters(storage_class)
@@ -116,21 +131,26 @@ def fsx_throughput_invalid(scope: Scope):
         elif not value:
             message = f"{deployment} needs perUnitStorageThroughput, one of {', '.join(map(str, allowed))}"
         elif not value.isdigit() or int(value) not in allowed:
-            message = (f"perUnitStorageThroughput {value} is not valid for {deployment} {storage}; "
-                       f"use one of {', '.join(map(str, allowed)) or 'none'}")
+            message = (
+                f"perUnitStorageThroughput {value} is not valid for {deployment} {storage}; "
+                f"use one of {', '.join(map(str, allowed)) or 'none'}"
+            )
         else:
             message = None
         if message:
             yield Finding(storage_class, message, ("parameters", "perUnitStorageThroughput"))
 
 
-@rule("fsx-s3-link-invalid", "error",
-      description="The StorageClass links S3 in a way the FSx deployment type does not support",
-      remediation="Use s3ImportPath only with SCRATCH_1, SCRATCH_2 or PERSISTENT_1; set it whenever s3ExportPath "
-                  "or autoImportPolicy is set, with the export in the same bucket.",
-      docs="""PERSISTENT_2 links S3 through data repository associations, which the CSI driver does not create,
+@rule(
+    "fsx-s3-link-invalid",
+    "error",
+    description="The StorageClass links S3 in a way the FSx deployment type does not support",
+    remediation="Use s3ImportPath only with SCRATCH_1, SCRATCH_2 or PERSISTENT_1; set it whenever s3ExportPath "
+    "or autoImportPolicy is set, with the export in the same bucket.",
+    docs="""PERSISTENT_2 links S3 through data repository associations, which the CSI driver does not create,
       so the FSx API rejects s3ImportPath, s3ExportPath and autoImportPolicy there. Export and auto-import
-      need an import path, and the export path must be in the import path's bucket.""")
+      need an import path, and the export path must be in the import path's bucket.""",
+)
 def fsx_s3_link_invalid(scope: Scope):
     for storage_class in fsx_classes(scope):
         params = parameters(storage_class)
@@ -148,22 +168,27 @@ def fsx_s3_link_invalid(scope: Scope):
             problems.append(("s3ImportPath", f"s3ImportPath {imported} is not s3://bucket[/prefix]"))
         exported = params.get("s3ExportPath", "")
         if imported and exported and fsx.s3_bucket(imported) and fsx.s3_bucket(exported) != fsx.s3_bucket(imported):
-            problems.append(("s3ExportPath", f"s3ExportPath {exported} is not in the import bucket {fsx.s3_bucket(imported)}"))
+            problems.append(
+                ("s3ExportPath", f"s3ExportPath {exported} is not in the import bucket {fsx.s3_bucket(imported)}")
+            )
         for key, message in problems:
             yield Finding(storage_class, message, ("parameters", key))
 
 
 def _gib(value) -> float | None:
     size = quantity(value)
-    return None if size is None else size / 2 ** 30
+    return None if size is None else size / 2**30
 
 
-@rule("fsx-capacity-invalid", "error",
-      description="The claim's size is not a capacity FSx creates for its deployment type",
-      remediation="Request an exact FSx size: 1200Gi, 2400Gi or a multiple of 3600Gi for SCRATCH_1; 1200Gi or a "
-                  "multiple of 2400Gi for SCRATCH_2 and PERSISTENT; multiples of 6000Gi or 1800Gi for HDD.",
-      docs="""The CSI driver rounds a claim up to the next size FSx accepts, so 1000Gi silently buys (and bills)
-      1200 GiB and 3000Gi buys 4800 GiB. Asking for the exact size keeps the cost visible in review.""")
+@rule(
+    "fsx-capacity-invalid",
+    "error",
+    description="The claim's size is not a capacity FSx creates for its deployment type",
+    remediation="Request an exact FSx size: 1200Gi, 2400Gi or a multiple of 3600Gi for SCRATCH_1; 1200Gi or a "
+    "multiple of 2400Gi for SCRATCH_2 and PERSISTENT; multiples of 6000Gi or 1800Gi for HDD.",
+    docs="""The CSI driver rounds a claim up to the next size FSx accepts, so 1000Gi silently buys (and bills)
+      1200 GiB and 3000Gi buys 4800 GiB. Asking for the exact size keeps the cost visible in review.""",
+)
 def fsx_capacity_invalid(scope: Scope):
     classes = {c.name: c for c in fsx_classes(scope)}
     for claim in claims(scope):
@@ -177,11 +202,14 @@ def fsx_capacity_invalid(scope: Scope):
         if size is None or not size.is_integer():
             error = f"{requested} is not a whole number of GiB"
         else:
-            error = fsx.capacity_error(_deployment_type(params), int(size), params.get("storageType", "SSD"),
-                                       int(throughput) if throughput.isdigit() else None)
+            error = fsx.capacity_error(
+                _deployment_type(params),
+                int(size),
+                params.get("storageType", "SSD"),
+                int(throughput) if throughput.isdigit() else None,
+            )
         if error:
-            yield Finding(claim, f"storage {requested}: {error}",
-                          ("spec", "resources", "requests", "storage"))
+            yield Finding(claim, f"storage {requested}: {error}", ("spec", "resources", "requests", "storage"))
 
 
 def _mounting_pods(scope: Scope):
@@ -193,11 +221,14 @@ def _mounting_pods(scope: Scope):
     return found
 
 
-@rule("claim-not-read-write-many", "error",
-      description="A claim that several pods mount at once is not ReadWriteMany",
-      remediation="Set accessModes: [ReadWriteMany] on the claim (FSx for Lustre supports it).",
-      docs="""A ReadWriteOnce volume attaches to one node; the launcher and workers of an MPIJob run on several
-      nodes, so all but the first stay in ContainerCreating with a multi-attach error.""")
+@rule(
+    "claim-not-read-write-many",
+    "error",
+    description="A claim that several pods mount at once is not ReadWriteMany",
+    remediation="Set accessModes: [ReadWriteMany] on the claim (FSx for Lustre supports it).",
+    docs="""A ReadWriteOnce volume attaches to one node; the launcher and workers of an MPIJob run on several
+      nodes, so all but the first stay in ContainerCreating with a multi-attach error.""",
+)
 def claim_not_read_write_many(scope: Scope):
     users = _mounting_pods(scope)
     for claim in claims(scope):
@@ -206,17 +237,22 @@ def claim_not_read_write_many(scope: Scope):
         modes = [str(m) for m in sequence(claim.doc, "spec", "accessModes")]
         if pods > 1 and "ReadWriteMany" not in modes:
             names = ", ".join(sorted({t.full_label for t, _ in mounts}))
-            yield Finding(claim,
-                          f"{plural(pods, 'pod')} ({names}) mount it but accessModes is {modes or 'unset'}",
-                          ("spec", "accessModes"))
+            yield Finding(
+                claim,
+                f"{plural(pods, 'pod')} ({names}) mount it but accessModes is {modes or 'unset'}",
+                ("spec", "accessModes"),
+            )
 
 
-@rule("claim-not-in-pod-namespace", "error",
-      description="A pod mounts a claim that is not in the pod's namespace",
-      remediation="Create the PersistentVolumeClaim in the namespace of the pods that mount it (claims are "
-                  "namespaced), or move the workload.",
-      docs="""A pod can only mount claims of its own namespace; otherwise it stays in ContainerCreating.
-      Without the whole environment the rule only reports claims it finds in another namespace.""")
+@rule(
+    "claim-not-in-pod-namespace",
+    "error",
+    description="A pod mounts a claim that is not in the pod's namespace",
+    remediation="Create the PersistentVolumeClaim in the namespace of the pods that mount it (claims are "
+    "namespaced), or move the workload.",
+    docs="""A pod can only mount claims of its own namespace; otherwise it stays in ContainerCreating.
+      Without the whole environment the rule only reports claims it finds in another namespace.""",
+)
 def claim_not_in_pod_namespace(scope: Scope):
     by_name: dict[str, list[str]] = {}
     for claim in claims(scope):
@@ -227,25 +263,32 @@ def claim_not_in_pod_namespace(scope: Scope):
             continue
         where = f"it is in {', '.join(sorted(found))}" if found else "no claim of that name exists"
         for template, path in mounts:
-            yield Finding(template.owner,
-                          f"{template.label} in namespace {namespace} mounts claim {name}, but {where}", path)
+            yield Finding(
+                template.owner, f"{template.label} in namespace {namespace} mounts claim {name}, but {where}", path
+            )
 
 
-@rule("fsx-reclaim-delete-in-production", "warning",
-      description="A production FSx StorageClass deletes the file system with its claim",
-      remediation="Set reclaimPolicy: Retain on production FSx StorageClasses (and delete retained file systems "
-                  "deliberately), or suppress with a reason for scratch data.",
-      docs="""With `reclaimPolicy: Delete`, the Kubernetes default, deleting the PersistentVolumeClaim (a
+@rule(
+    "fsx-reclaim-delete-in-production",
+    "warning",
+    description="A production FSx StorageClass deletes the file system with its claim",
+    remediation="Set reclaimPolicy: Retain on production FSx StorageClasses (and delete retained file systems "
+    "deliberately), or suppress with a reason for scratch data.",
+    docs="""With `reclaimPolicy: Delete`, the Kubernetes default, deleting the PersistentVolumeClaim (a
       renamed claim, a removed overlay, a pruning Flux Kustomization) deletes the FSx file system and every
       checkpoint on it, with no backup for scratch types. Reported in production environments only; dev
-      file systems are meant to go with their claims.""")
+      file systems are meant to go with their claims.""",
+)
 def fsx_reclaim_delete_in_production(scope: Scope):
     if not scope.production:
         return
     for storage_class in fsx_classes(scope):
         policy = storage_class.doc.get("reclaimPolicy") or "Delete"
         if policy == "Delete":
-            yield Finding(storage_class,
-                          f"StorageClass {storage_class.name} has reclaimPolicy Delete"
-                          f"{'' if 'reclaimPolicy' in storage_class.doc else ' (the default)'}: deleting a claim "
-                          "deletes its file system", ("reclaimPolicy",) if "reclaimPolicy" in storage_class.doc else ())
+            yield Finding(
+                storage_class,
+                f"StorageClass {storage_class.name} has reclaimPolicy Delete"
+                f"{'' if 'reclaimPolicy' in storage_class.doc else ' (the default)'}: deleting a claim "
+                "deletes its file system",
+                ("reclaimPolicy",) if "reclaimPolicy" in storage_class.doc else (),
+            )

@@ -33,7 +33,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
-    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="what to validate (default: the repository)")
+    parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="what to validate (default: the repository)"
+    )
     parser.add_argument("--env", action="append", help="environment of the repository to validate (repeatable)")
     parser.add_argument(
         "--format",
@@ -72,12 +74,8 @@ def _validate(argv: list[str] | None) -> int:
         sys.stdout.write(docs.document(args.format))
         return 0
 
-    def progress(line: str) -> None:
-        if not args.quiet:
-            print(f"{VERB}: {line}", file=sys.stderr, flush=True)
-
     options = Options(args.paths, args.env, args.cluster_config, args.schema_dir, args.kubernetes_version)
-    result = validate(options, progress)
+    result = validate(options, cli.progress(VERB, args.quiet))
     sys.stdout.write(report.FORMATS[args.format](result))
     return result.exit_code(args.strict)
 

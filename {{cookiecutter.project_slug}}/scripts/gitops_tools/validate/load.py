@@ -14,10 +14,7 @@ from .plan import Plan, check_readable
 
 def _cluster_config_from(path: Path, root: Path) -> Manifest:
     check_readable(path)
-    if path.is_dir():
-        objects = parse_stream(kustomize.build(path), relative(path, root))
-    else:
-        objects = read_file(path, root)
+    objects = parse_stream(kustomize.build(path), relative(path, root)) if path.is_dir() else read_file(path, root)
     configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
     if len(configs) != 1:
         raise InputError(f"{path}: --cluster-config needs exactly one eksctl ClusterConfig, found {len(configs)}")

@@ -9,8 +9,13 @@ from .runner import Reported, Result
 
 
 def _summary(result: Result) -> dict:
-    return {"errors": result.count("error"), "warnings": result.count("warning"), "skipped": len(result.skipped),
-            "environments": result.environments, "objects": result.objects}
+    return {
+        "errors": result.count("error"),
+        "warnings": result.count("warning"),
+        "skipped": len(result.skipped),
+        "environments": result.environments,
+        "objects": result.objects,
+    }
 
 
 def _summary_line(result: Result) -> str:
@@ -20,8 +25,10 @@ def _summary_line(result: Result) -> str:
         return f"{count} {word}{'' if count == 1 else 's'}"
 
     envs = ", ".join(result.environments) or "no environment"
-    return (f"{n(counts['errors'], 'error')}, {n(counts['warnings'], 'warning')}, {counts['skipped']} suppressed "
-            f"in {n(result.objects, 'object')} ({envs})")
+    return (
+        f"{n(counts['errors'], 'error')}, {n(counts['warnings'], 'warning')}, {counts['skipped']} suppressed "
+        f"in {n(result.objects, 'object')} ({envs})"
+    )
 
 
 def _where(finding: Reported) -> str:
@@ -50,8 +57,12 @@ def text(result: Result) -> str:
 
 
 def as_json(result: Result) -> str:
-    document = {"summary": _summary(result), "findings": [f.as_dict() for f in result.findings],
-                "skipped": [f.as_dict() for f in result.skipped], "notes": result.notes}
+    document = {
+        "summary": _summary(result),
+        "findings": [f.as_dict() for f in result.findings],
+        "skipped": [f.as_dict() for f in result.skipped],
+        "notes": result.notes,
+    }
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -74,11 +85,19 @@ def github(result: Result) -> str:
     for f in result.findings:
         title = f"{f.rule} ({f.env})" if f.env else f.rule
         subject = f"{f.resource}: " if f.resource else ""
-        lines.append(_command(f.severity, f"{subject}{f.message}\nFix: {f.remediation}",
-                              file=f.file, line=f.line, title=title))
+        lines.append(
+            _command(f.severity, f"{subject}{f.message}\nFix: {f.remediation}", file=f.file, line=f.line, title=title)
+        )
     for f in result.skipped:
-        lines.append(_command("notice", f"{f.rule} suppressed on {f.resource}: {f.reason}", file=f.file, line=f.line,
-                              title=f"suppressed {f.rule}"))
+        lines.append(
+            _command(
+                "notice",
+                f"{f.rule} suppressed on {f.resource}: {f.reason}",
+                file=f.file,
+                line=f.line,
+                title=f"suppressed {f.rule}",
+            )
+        )
     lines.extend(_command("notice", note) for note in result.notes)
     lines.append(_summary_line(result))
     return "\n".join(lines) + "\n"

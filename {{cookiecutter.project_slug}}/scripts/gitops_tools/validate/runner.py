@@ -14,6 +14,7 @@ from ..locate import Locator
 from ..model import Scope
 from ..rules.registry import CONTEXTS, REGISTRY, RULE_FAILED, SUPPRESSION_PREFIX, Finding, Rule, all_rules
 
+
 @dataclass
 class Reported:
     rule: str
@@ -26,7 +27,7 @@ class Reported:
     message: str
     remediation: str
     path: str = ""
-    reason: str = ""   # why it was suppressed (skipped findings only)
+    reason: str = ""  # why it was suppressed (skipped findings only)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -64,13 +65,20 @@ def check_scope(scope: Scope, rules: list[Rule] | None = None) -> tuple[list[Fin
         except Exception as error:  # malformed input the schema stage reports; never a traceback
             if os.environ.get(DEBUG_VARIABLE):
                 raise
-            notes.append(f"{label}: rule {rule.id} could not finish ({type(error).__name__}: {error}); "
-                         "fix the schema findings first")
-            findings.append(RULE_FAILED.finding(None, f"rule {rule.id} could not finish on {label}: "
-                                                f"{type(error).__name__}: {error}"))
+            notes.append(
+                f"{label}: rule {rule.id} could not finish ({type(error).__name__}: {error}); "
+                "fix the schema findings first"
+            )
+            findings.append(
+                RULE_FAILED.finding(
+                    None, f"rule {rule.id} could not finish on {label}: {type(error).__name__}: {error}"
+                )
+            )
     for context, ids in skipped.items():
-        notes.append(f"{label}: skipped {len(ids)} rule{'s' if len(ids) > 1 else ''} that need{'' if len(ids) > 1 else 's'} "
-                     f"{CONTEXTS[context]}: {', '.join(ids)}")
+        notes.append(
+            f"{label}: skipped {len(ids)} rule{'s' if len(ids) > 1 else ''} that need{'' if len(ids) > 1 else 's'} "
+            f"{CONTEXTS[context]}: {', '.join(ids)}"
+        )
     return findings, notes
 
 

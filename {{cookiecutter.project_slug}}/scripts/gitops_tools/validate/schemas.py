@@ -8,9 +8,7 @@ from ..rules.stages import SCHEMA_INVALID, SCHEMA_MISSING
 from ..schemas import SchemaChecker, schema_version
 
 
-def check_schemas(
-    scopes: list[Scope], checker: SchemaChecker, progress
-) -> tuple[dict[int, list[Finding]], list[str]]:
+def check_schemas(scopes: list[Scope], checker: SchemaChecker, progress) -> tuple[dict[int, list[Finding]], list[str]]:
     """(findings by scope index, notes on the schema versions used)."""
     found: dict[int, list[Finding]] = {}
     notes = []

@@ -9,9 +9,9 @@ from . import json_format, markdown, text
 
 @dataclass
 class Options:
-    color: bool = False                     # text: ANSI colours
+    color: bool = False  # text: ANSI colours
     max_chars: int = markdown.DEFAULT_LIMIT  # markdown: the most characters the comment may have
-    full_diff_hint: str = ""                # markdown: how to see what the cap left out
+    full_diff_hint: str = ""  # markdown: how to see what the cap left out
 
 
 FORMATS = {

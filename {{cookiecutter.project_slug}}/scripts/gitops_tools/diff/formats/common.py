@@ -12,7 +12,7 @@ def number(value: int | None) -> str:
 
 
 def figure(value: Figure, arrow: str = ARROW) -> str:
-    """"16 -> 32", or "16" when it did not change."""
+    """ "16 -> 32", or "16" when it did not change."""
     if not value.changed:
         return number(value.after)
     return f"{number(value.before)} {arrow} {number(value.after)}"
@@ -35,9 +35,8 @@ def figure_lines(env: EnvironmentDiff, arrow: str = ARROW) -> list[str]:
 
 
 def counts(env: EnvironmentDiff) -> str:
-    """"+1 ~2 -0" style counts, leaving out the zeros ("no change" when all are)."""
-    parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in (ADDED, CHANGED, REMOVED)
-             if env.count(status)]
+    """ "+1 ~2 -0" style counts, leaving out the zeros ("no change" when all are)."""
+    parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in (ADDED, CHANGED, REMOVED) if env.count(status)]
     return " ".join(parts) or "no change"
 
 

@@ -22,8 +22,12 @@ def _side(side: Side) -> dict:
 
 
 def _figure(value: Figure) -> dict:
-    return {"before": value.before, "after": value.after,
-            "before_detail": value.before_detail, "after_detail": value.after_detail}
+    return {
+        "before": value.before,
+        "after": value.after,
+        "before_detail": value.before_detail,
+        "after_detail": value.after_detail,
+    }
 
 
 def _environment(env: EnvironmentDiff) -> dict:
@@ -33,8 +37,10 @@ def _environment(env: EnvironmentDiff) -> dict:
         "counts": {status: env.count(status) for status in (ADDED, CHANGED, REMOVED)},
         "mpijob_gpus": _figure(env.mpijob_gpus),
         "gpu_capacity": _figure(env.gpu_capacity),
-        "notices": [{"id": n.id, "severity": n.severity, "resource": n.resource, "title": n.title,
-                     "message": n.message} for n in env.notices],
+        "notices": [
+            {"id": n.id, "severity": n.severity, "resource": n.resource, "title": n.title, "message": n.message}
+            for n in env.notices
+        ],
         "objects": [_object(change) for change in env.changes],
     }
 
@@ -43,7 +49,10 @@ def _object(change: ObjectChange) -> dict:
     key = change.key
     return {
         "status": change.status,
-        "group": key.group, "kind": key.kind, "namespace": key.namespace, "name": key.name,
+        "group": key.group,
+        "kind": key.kind,
+        "namespace": key.namespace,
+        "name": key.name,
         "resource": key.resource,
         "source": change.source,
         "moved_from": change.moved_from or None,

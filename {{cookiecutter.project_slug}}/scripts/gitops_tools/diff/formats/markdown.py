@@ -17,8 +17,8 @@ GITHUB_LIMIT = 65_536
 DEFAULT_LIMIT = 60_000
 ARROW = "→"
 _ICONS = {DANGER: "🛑", WARNING: "⚠️", INFO: "ℹ️"}
-_LISTED_CUTS = 20          # names of left-out diffs the note lists before "and N more"
-_NOTE_RESERVE = 4_000      # characters kept free for that note
+_LISTED_CUTS = 20  # names of left-out diffs the note lists before "and N more"
+_NOTE_RESERVE = 4_000  # characters kept free for that note
 _LONGEST_NAME = 120
 _LONGEST_HINT = 400
 
@@ -33,23 +33,33 @@ def render(report: Report, max_chars: int = DEFAULT_LIMIT, full_diff_hint: str =
 
 
 def _summary(report: Report, max_chars: int) -> str:
-    lines = ["## Manifest diff", "",
-             f"`{report.base.label}` {ARROW} `{report.head.label}`"]
+    lines = ["## Manifest diff", "", f"`{report.base.label}` {ARROW} `{report.head.label}`"]
     if not report.has_changes:
         return "\n".join(lines + ["", "No changes in the rendered manifests."]) + "\n"
     changed, total = report.changed, len(report.environments)
     lines[-1] += f": changes in **{len(changed)} of {total}** environment{'s' if total != 1 else ''}."
-    lines += ["", "| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |",
-              "| --- | --- | --- | --- | --- |"]
-    rows = [f"| {_env_cell(env)} | {counts(env)} | {figure(env.mpijob_gpus, ARROW)} | "
-            f"{figure(env.gpu_capacity, ARROW)} | {_notice_counts(env)} |" for env in changed]
+    lines += [
+        "",
+        "| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    rows = [
+        f"| {_env_cell(env)} | {counts(env)} | {figure(env.mpijob_gpus, ARROW)} | "
+        f"{figure(env.gpu_capacity, ARROW)} | {_notice_counts(env)} |"
+        for env in changed
+    ]
     lines += _fit(rows, max_chars // 4, "| … | {n} more environments | | | |")
-    lines += ["", "<sub>MPIJob GPUs: replicas x `nvidia.com/gpu` over all MPIJobs. GPU node capacity: "
-              "maxSize x GPUs per instance over the eksctl node groups.</sub>"]
+    lines += [
+        "",
+        "<sub>MPIJob GPUs: replicas x `nvidia.com/gpu` over all MPIJobs. GPU node capacity: "
+        "maxSize x GPUs per instance over the eksctl node groups.</sub>",
+    ]
     if report.notices:
-        items = [f"- {_ICONS[notice.severity]} **{env_name}** · `{notice.resource}` · "
-                 f"**{notice.title}**: {notice.message} <sub>{notice.id}</sub>"
-                 for env_name, notice in grouped_notices(report)]
+        items = [
+            f"- {_ICONS[notice.severity]} **{env_name}** · `{notice.resource}` · "
+            f"**{notice.title}**: {notice.message} <sub>{notice.id}</sub>"
+            for env_name, notice in grouped_notices(report)
+        ]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")
     return "\n".join(lines) + "\n\n"
 
@@ -59,8 +69,11 @@ def _env_cell(env: EnvironmentDiff) -> str:
 
 
 def _notice_counts(env: EnvironmentDiff) -> str:
-    found = [f"{_ICONS[severity]} {sum(1 for n in env.notices if n.severity == severity)}"
-             for severity in (DANGER, WARNING, INFO) if any(n.severity == severity for n in env.notices)]
+    found = [
+        f"{_ICONS[severity]} {sum(1 for n in env.notices if n.severity == severity)}"
+        for severity in (DANGER, WARNING, INFO)
+        if any(n.severity == severity for n in env.notices)
+    ]
     return " ".join(found) or "–"
 
 
@@ -80,8 +93,10 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
     parts, cut, used = [], [], 0
     for env in report.changed:
         figures = "".join(f"- {line}\n" for line in figure_lines(env, ARROW))
-        opening = (f"<details><summary><b>{env_title(env)}</b>: {counts(env)}</summary>\n\n"
-                   f"{figures}{chr(10) if figures else ''}")
+        opening = (
+            f"<details><summary><b>{env_title(env)}</b>: {counts(env)}</summary>\n\n"
+            f"{figures}{chr(10) if figures else ''}"
+        )
         closing = "</details>\n\n"
         kept = []
         for change in env.changes:
@@ -99,8 +114,7 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
 
 def _object_section(change: ObjectChange) -> str:
     fence = _fence(change.diff)
-    summary = (f"{STATUS_SIGN[change.status]} <code>{change.key.resource}</code> "
-               f"({owner(change)}, {stat(change)})")
+    summary = f"{STATUS_SIGN[change.status]} <code>{change.key.resource}</code> ({owner(change)}, {stat(change)})"
     body = f"{fence}diff\n{change.diff}\n{fence}" if change.diff else "Content unchanged."
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>\n\n"
 
@@ -117,9 +131,11 @@ def _cut_note(cut: list[tuple[str, ObjectChange]], hint: str) -> str:
     names = [f"`{_clip(f'{env}: {change.key.resource}', _LONGEST_NAME)}`" for env, change in cut[:_LISTED_CUTS]]
     more = f" and {len(cut) - _LISTED_CUTS} more" if len(cut) > _LISTED_CUTS else ""
     how = f" {_clip(hint, _LONGEST_HINT)}" if hint else " Run `scripts/diff` locally for the full diff."
-    return (f"> [!NOTE]\n> The diffs of {len(cut)} object{'s' if len(cut) != 1 else ''} were left out to keep "
-            f"this comment under GitHub's {GITHUB_LIMIT:,}-character limit: {', '.join(names)}{more}.{how}\n\n")
+    return (
+        f"> [!NOTE]\n> The diffs of {len(cut)} object{'s' if len(cut) != 1 else ''} were left out to keep "
+        f"this comment under GitHub's {GITHUB_LIMIT:,}-character limit: {', '.join(names)}{more}.{how}\n\n"
+    )
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

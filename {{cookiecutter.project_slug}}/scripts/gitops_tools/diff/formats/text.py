@@ -19,18 +19,19 @@ def render(report: Report, color: bool = False) -> str:
 
     lines += ["", paint("Impact", "bold")]
     rows = [("environment", "objects", "MPIJob GPUs", "GPU node capacity")]
-    rows += [(env_title(env), counts(env), figure(env.mpijob_gpus), figure(env.gpu_capacity))
-             for env in report.changed]
+    rows += [(env_title(env), counts(env), figure(env.mpijob_gpus), figure(env.gpu_capacity)) for env in report.changed]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
 
     if report.notices:
         lines += ["", paint("Notices", "bold")]
         for env_name, notice in grouped_notices(report):
             style = "red" if notice.severity == DANGER else "yellow" if notice.severity == WARNING else "dim"
-            lines.append(f"  {paint(notice.severity.upper(), style)} {env_name}: {notice.resource}: "
-                         f"{notice.title}. {notice.message} [{notice.id}]")
+            lines.append(
+                f"  {paint(notice.severity.upper(), style)} {env_name}: {notice.resource}: "
+                f"{notice.title}. {notice.message} [{notice.id}]"
+            )
 
     for env in report.changed:
         lines += ["", paint(f"=== {env_title(env)}: {counts(env)}", "bold")]

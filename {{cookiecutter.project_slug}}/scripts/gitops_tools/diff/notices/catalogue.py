@@ -64,8 +64,16 @@ def text(kinds: list[NoticeKind]) -> str:
 
 
 def as_json(kinds: list[NoticeKind]) -> str:
-    return json.dumps([{"id": k.id, "severity": k.severity, "title": k.title, "description": k.description,
-                        "docs": k.docs} for k in kinds], indent=2) + "\n"
+    return (
+        json.dumps(
+            [
+                {"id": k.id, "severity": k.severity, "title": k.title, "description": k.description, "docs": k.docs}
+                for k in kinds
+            ],
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def markdown(kinds: list[NoticeKind]) -> str:
@@ -87,8 +95,17 @@ def markdown(kinds: list[NoticeKind]) -> str:
     ]
     lines += [f"| [`{k.id}`](#{k.id}) | {k.severity} | {k.title} | {k.description} |" for k in kinds]
     for k in kinds:
-        lines += ["", f"## {k.id}", "", f"{k.description}.", "", k.docs, "", f"- Severity: {k.severity}",
-                  f"- Title in reports: {k.title}"]
+        lines += [
+            "",
+            f"## {k.id}",
+            "",
+            f"{k.description}.",
+            "",
+            k.docs,
+            "",
+            f"- Severity: {k.severity}",
+            f"- Title in reports: {k.title}",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ FORCED = ((FORCE_ANNOTATION, "enabled"),)  # re-created when a field cannot chan
 @dataclass
 class Context:
     """One environment's two renders and all its changes."""
+
     name: str
     base: Environment | None
     head: Environment | None
@@ -104,8 +105,10 @@ def volume_fate(claim: Manifest, context: Context, side: str) -> tuple[str, str]
     fsx = storage_class is not None and storage_class.doc.get("provisioner") == FSX_PROVISIONER
     volume = "FSx for Lustre file system" if fsx else "volume"
     if policy == "Retain":
-        return WARNING, (f"its {volume} is kept (reclaimPolicy Retain) but released: it keeps costing "
-                         f"money and a new claim does not bind to it without manual steps")
+        return WARNING, (
+            f"its {volume} is kept (reclaimPolicy Retain) but released: it keeps costing "
+            f"money and a new claim does not bind to it without manual steps"
+        )
     if policy is None:
         which = f"StorageClass `{class_name}` is not in this environment" if class_name else "no storageClassName"
         return DANGER, f"{which}, so its {volume} is deleted if that class's reclaimPolicy is Delete (the default)"

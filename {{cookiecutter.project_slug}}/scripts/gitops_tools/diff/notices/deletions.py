@@ -10,55 +10,82 @@ from .catalogue import notice_kind
 from .context import FSX_PROVISIONER, Context, kept_on_removal, prunes, reclaim_policy, spec, volume_fate
 
 CLAIM_DELETED = notice_kind(
-    "claim-deleted", DANGER, title="data loss",
+    "claim-deleted",
+    DANGER,
+    title="data loss",
     description="A claim leaves Git and Flux deletes it, and with it its volume",
     docs="""The claim's Flux Kustomization prunes, so removing the claim from Git deletes it on the cluster; its
     StorageClass's reclaim policy is Delete (the default) or unknown, so the volume and every file on it (for
     FSx for Lustre: the file system, data and checkpoints) are deleted too. Keep the claim, or give its class
-    `reclaimPolicy: Retain` before removing it.""")
+    `reclaimPolicy: Retain` before removing it.""",
+)
 CLAIM_RELEASED = notice_kind(
-    "claim-released", WARNING, title="volume released",
+    "claim-released",
+    WARNING,
+    title="volume released",
     description="A claim leaves Git and Flux deletes it; its class retains the volume",
     docs="""With `reclaimPolicy: Retain` the volume outlives the claim: nothing is lost, but the file system
     keeps costing money and a new claim does not bind to it without manual steps (clear the volume's
-    claimRef). Delete the volume by hand if it should go.""")
+    claimRef). Delete the volume by hand if it should go.""",
+)
 FSX_CLASS_REMOVED_WITH_CLAIMS = notice_kind(
-    "fsx-class-removed-with-claims", DANGER, title="data loss",
+    "fsx-class-removed-with-claims",
+    DANGER,
+    title="data loss",
     description="An FSx StorageClass that deletes its volumes leaves Git together with claims of it",
     docs="""Flux prunes the class and the claims in the same reconcile; with `reclaimPolicy: Delete` each claim's
-    file system and its data are deleted.""")
+    file system and its data are deleted.""",
+)
 FSX_CLASS_REMOVED = notice_kind(
-    "fsx-class-removed", WARNING, title="FSx class removed",
+    "fsx-class-removed",
+    WARNING,
+    title="FSx class removed",
     description="An FSx StorageClass that deletes its volumes leaves Git; its claims stay",
     docs="""File systems made from the class stay, and each is still deleted with its claim. New claims of the
-    class stay Pending until it exists again.""")
+    class stay Pending until it exists again.""",
+)
 NAMESPACE_DELETED = notice_kind(
-    "namespace-deleted", DANGER, title="data loss",
+    "namespace-deleted",
+    DANGER,
+    title="data loss",
     description="A namespace leaves Git and Flux deletes it, with everything in it",
     docs="""Deleting a namespace deletes every object in it, claims (and their volumes) and objects that are not
-    in Git included.""")
+    in Git included.""",
+)
 JOB_STOPS = notice_kind(
-    "job-stops", WARNING, title="job stops",
+    "job-stops",
+    WARNING,
+    title="job stops",
     description="An MPIJob leaves Git and Flux deletes it, stopping a running training run",
     docs="""The MPIJob and its pods are deleted; a run in progress stops, and starts over from its checkpoints
-    when the job comes back.""")
+    when the job comes back.""",
+)
 MOVES_BETWEEN_KUSTOMIZATIONS = notice_kind(
-    "moves-between-kustomizations", WARNING, title="moves between Kustomizations",
+    "moves-between-kustomizations",
+    WARNING,
+    title="moves between Kustomizations",
     description="An object moves to another Flux Kustomization, which races the old one's prune",
     docs="""If the old Kustomization reconciles first, it prunes the object and the new one creates it again: a
     Deployment restarts, a Job runs again. Mark the object `kustomize.toolkit.fluxcd.io/prune: disabled` in
-    one change and move it in the next.""")
+    one change and move it in the next.""",
+)
 MOVES_WITH_DATA = notice_kind(
-    "moves-between-kustomizations-data-loss", DANGER, title="moves between Kustomizations",
+    "moves-between-kustomizations-data-loss",
+    DANGER,
+    title="moves between Kustomizations",
     description="A claim or namespace moves to another Flux Kustomization; the old one's prune deletes its data",
     docs="""As moves-between-kustomizations, but deleting the object on the way deletes data: a namespace with
-    everything in it, or a claim whose class deletes its volume.""")
+    everything in it, or a claim whose class deletes its volume.""",
+)
 LEFT_ON_CLUSTER = notice_kind(
-    "left-on-cluster", INFO, title="left on the cluster",
+    "left-on-cluster",
+    INFO,
+    title="left on the cluster",
     description="Objects leave Git but Flux does not delete them",
     docs="""Their Flux Kustomization does not prune, or the object carries `kustomize.toolkit.fluxcd.io/prune:
     disabled` (or `reconcile: disabled`). Nothing is deleted; delete the objects by hand if they should
-    go.""")
+    go.""",
+)
 
 
 def deleted(change: ObjectChange, context: Context) -> bool:
@@ -74,35 +101,59 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
     if group_kind == PVC:
         severity, fate = volume_fate(change.before, context, "base")
         kind = CLAIM_DELETED if severity == DANGER else CLAIM_RELEASED
-        return [kind.notice(change.key.resource,
-                            f"Flux Kustomization `{owner.name}` prunes: the claim is deleted, and {fate}.")]
+        return [
+            kind.notice(
+                change.key.resource, f"Flux Kustomization `{owner.name}` prunes: the claim is deleted, and {fate}."
+            )
+        ]
     if group_kind == STORAGE_CLASS:
         return _storage_class_removed(change, context, owner)
     if group_kind == NAMESPACE:
-        return [NAMESPACE_DELETED.notice(change.key.resource,
-                       f"Flux Kustomization `{owner.name}` prunes: deleting the namespace deletes everything in "
-                       f"it, claims and their volumes included, also objects that are not in Git.")]
+        return [
+            NAMESPACE_DELETED.notice(
+                change.key.resource,
+                f"Flux Kustomization `{owner.name}` prunes: deleting the namespace deletes everything in "
+                f"it, claims and their volumes included, also objects that are not in Git.",
+            )
+        ]
     if group_kind == MPIJOB:
-        return [JOB_STOPS.notice(change.key.resource,
-                       f"Flux Kustomization `{owner.name}` prunes: the MPIJob and its pods are deleted, so a "
-                       f"running training run stops.")]
+        return [
+            JOB_STOPS.notice(
+                change.key.resource,
+                f"Flux Kustomization `{owner.name}` prunes: the MPIJob and its pods are deleted, so a "
+                f"running training run stops.",
+            )
+        ]
     return []
 
 
 def _storage_class_removed(change: ObjectChange, context: Context, owner: FluxKustomization) -> list[Notice]:
     if change.before.doc.get("provisioner") != FSX_PROVISIONER or reclaim_policy(change.before) != "Delete":
         return []
-    claims_removed = [c.key.resource for c in context.changes
-                      if c.status == REMOVED and (c.key.group, c.key.kind) == PVC and deleted(c, context)
-                      and spec(c.before).get("storageClassName") == change.key.name]
+    claims_removed = [
+        c.key.resource
+        for c in context.changes
+        if c.status == REMOVED
+        and (c.key.group, c.key.kind) == PVC
+        and deleted(c, context)
+        and spec(c.before).get("storageClassName") == change.key.name
+    ]
     if claims_removed:
-        return [FSX_CLASS_REMOVED_WITH_CLAIMS.notice(change.key.resource,
-                       f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete) together "
-                       f"with {', '.join(claims_removed)}: their file systems and data are deleted.")]
-    return [FSX_CLASS_REMOVED.notice(change.key.resource,
-                   f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete). File systems "
-                   f"made from it stay, and each is still deleted with its claim; new claims of the class stay "
-                   f"Pending.")]
+        return [
+            FSX_CLASS_REMOVED_WITH_CLAIMS.notice(
+                change.key.resource,
+                f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete) together "
+                f"with {', '.join(claims_removed)}: their file systems and data are deleted.",
+            )
+        ]
+    return [
+        FSX_CLASS_REMOVED.notice(
+            change.key.resource,
+            f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete). File systems "
+            f"made from it stay, and each is still deleted with its claim; new claims of the class stay "
+            f"Pending.",
+        )
+    ]
 
 
 def moved(change: ObjectChange, context: Context) -> list[Notice]:
@@ -118,9 +169,13 @@ def moved(change: ObjectChange, context: Context) -> list[Notice]:
     elif (change.key.group, change.key.kind) == NAMESPACE:
         severity, lost = DANGER, " Deleting the namespace deletes everything in it."
     kind = MOVES_WITH_DATA if severity == DANGER else MOVES_BETWEEN_KUSTOMIZATIONS
-    return [kind.notice(change.key.resource,
-                   f"Moves from Flux Kustomization `{old_owner.name}` to `{new_owner}`. If `{old_owner.name}` "
-                   f"reconciles first, it prunes the object and `{new_owner}` creates it again.{lost}")]
+    return [
+        kind.notice(
+            change.key.resource,
+            f"Moves from Flux Kustomization `{old_owner.name}` to `{new_owner}`. If `{old_owner.name}` "
+            f"reconciles first, it prunes the object and `{new_owner}` creates it again.{lost}",
+        )
+    ]
 
 
 def orphans(context: Context) -> list[Notice]:
@@ -137,9 +192,18 @@ def orphans(context: Context) -> list[Notice]:
         if not prunes(owner):
             left[owner.name] = left.get(owner.name, 0) + 1
         elif setting := kept_on_removal(change.before):
-            kept.append(LEFT_ON_CLUSTER.notice(change.key.resource,
-                               f"It carries `{setting}`, so Flux leaves it on the cluster and nothing is "
-                               f"deleted. Delete it by hand if it should go."))
-    return [LEFT_ON_CLUSTER.notice(f"Kustomization {name}",
-                   f"{count} removed object{'s stay' if count != 1 else ' stays'} on the cluster: Flux "
-                   f"Kustomization `{name}` does not prune.") for name, count in left.items()] + kept
+            kept.append(
+                LEFT_ON_CLUSTER.notice(
+                    change.key.resource,
+                    f"It carries `{setting}`, so Flux leaves it on the cluster and nothing is "
+                    f"deleted. Delete it by hand if it should go.",
+                )
+            )
+    return [
+        LEFT_ON_CLUSTER.notice(
+            f"Kustomization {name}",
+            f"{count} removed object{'s stay' if count != 1 else ' stays'} on the cluster: Flux "
+            f"Kustomization `{name}` does not prune.",
+        )
+        for name, count in left.items()
+    ] + kept
