@@ -27,13 +27,16 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
+# One ruff cache at the top: a cache inside {{cookiecutter.project_slug}}/ would be baked into projects.
+RUFF := RUFF_CACHE_DIR=$(abspath .ruff_cache) $(BIN)/ruff
+
 lint: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(RUFF) check .
+	$(RUFF) format --check .
 
 format: setup
-	$(BIN)/ruff check --fix .
-	$(BIN)/ruff format .
+	$(RUFF) check --fix .
+	$(RUFF) format .
 
 test: lint
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
@@ -44,4 +47,4 @@ bench: setup
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache
+	rm -rf $(DEMO_DIR) .pytest_cache .ruff_cache

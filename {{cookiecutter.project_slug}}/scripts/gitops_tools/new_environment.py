@@ -80,20 +80,7 @@ def plan(root: Path, args) -> EnvironmentSpec:
     problems = answers.check_environment_answers(given)
     if problems:
         raise InputError(problems[0])
-    efa, _ = answers.parse_efa(args.efa, args.instance_type)
-    return EnvironmentSpec(
-        name=args.name,
-        cluster_prefix=prefix,
-        instance_type=args.instance_type,
-        nodes=int(args.nodes),
-        efa=bool(efa),
-        region=region,
-        availability_zone=zone,
-        fsx_deployment_type=args.fsx_deployment_type,
-        fsx_capacity_gib=int(args.fsx_capacity_gib),
-        fsx_s3_import_path=args.fsx_s3_import_path,
-        delete_fsx_with_claim=args.delete_fsx_with_claim,
-    )
+    return EnvironmentSpec.from_answers(args.name, given, prefix, args.delete_fsx_with_claim)
 
 
 def check_renders(root: Path, spec: EnvironmentSpec, files: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import yaml
 
 from .. import catalog, eks, fsx
+from ..answers import parse_efa
 from ..model import LOCAL_CONFIG_ANNOTATION, plural
 from ..model.mpi import mpirun_command
 
@@ -39,6 +40,26 @@ class EnvironmentSpec:
     fsx_capacity_gib: int = 1200
     fsx_s3_import_path: str = ""
     delete_fsx_with_claim: bool = False
+
+    @classmethod
+    def from_answers(
+        cls, name: str, answers: dict, cluster_prefix: str, delete_fsx_with_claim: bool = False
+    ) -> EnvironmentSpec:
+        """An environment from the answers to the template's environment questions (keyed by question,
+        checked by answers.check_environment_answers): prod's, or new-environment's options."""
+        return cls(
+            name=name,
+            cluster_prefix=cluster_prefix,
+            instance_type=answers["gpu_instance_type"],
+            nodes=int(answers["gpu_node_count"]),
+            efa=bool(parse_efa(answers["efa"], answers["gpu_instance_type"])[0]),
+            region=answers["aws_region"],
+            availability_zone=answers["availability_zone"],
+            fsx_deployment_type=answers["fsx_deployment_type"],
+            fsx_capacity_gib=int(answers["fsx_capacity_gib"]),
+            fsx_s3_import_path=answers["fsx_s3_import_path"],
+            delete_fsx_with_claim=delete_fsx_with_claim,
+        )
 
     @property
     def instance(self) -> catalog.InstanceType:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import catalog
-from ..answers import parse_efa
 from . import readme
 from .environment import EnvironmentSpec, environment_files, readme_row
 from .files import write_new
@@ -32,17 +31,7 @@ def environments(answers: dict) -> list[EnvironmentSpec]:
         delete_fsx_with_claim=True,
         **common,
     )
-    prod = EnvironmentSpec(
-        name="prod",
-        instance_type=answers["gpu_instance_type"],
-        nodes=int(answers["gpu_node_count"]),
-        efa=parse_efa(answers["efa"], answers["gpu_instance_type"])[0],
-        fsx_deployment_type=answers["fsx_deployment_type"],
-        fsx_capacity_gib=int(answers["fsx_capacity_gib"]),
-        fsx_s3_import_path=answers["fsx_s3_import_path"],
-        **common,
-    )
-    return [dev, prod]
+    return [dev, EnvironmentSpec.from_answers("prod", answers, cluster_prefix=answers["cluster_name"])]
 
 
 def efa_instance_types() -> list[str]:
