@@ -20,7 +20,7 @@ BAD_ANSWERS = {
     "non-gpu-instance-type": ({"gpu_instance_type": "m5.xlarge"}, "gpu_instance_type"),
     "efa-on-type-without-efa": ({"gpu_instance_type": "g5.xlarge", "efa": "on"}, "efa"),
     "efa-nonsense": ({"efa": "maybe"}, "efa"),
-    # the README's EFA column reads cookiecutter.json's __efa_enabled, which knows only auto/on/off
+    # efa takes auto, on or off only, nothing a boolean parser would read as one of them
     "efa-yes": ({"efa": "yes"}, "efa"),
     "efa-upper-case": ({"efa": "ON"}, "efa"),
     "zero-nodes": ({"gpu_node_count": "0"}, "gpu_node_count"),

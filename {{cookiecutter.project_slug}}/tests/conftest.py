@@ -50,6 +50,40 @@ def repo_copy(tmp_path) -> Path:
     return copy
 
 
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+# What the scripts read and write, without what `make setup` and the trainer leave behind.
+COMMITTED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", ".gitignore", "README.md")
+NOT_COMMITTED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY}
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A copy of this repository in git, committed as generated, for tools that write to it."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in COMMITTED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=NOT_COMMITTED)
+        elif source.is_file():
+            shutil.copy2(source, root / name)
+    git(root, "init", "--quiet", "--initial-branch=main")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "as generated")
+    return root
+
+
 def run_validate(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """scripts/validate as a user runs it, with this interpreter as the tooling environment."""
     environment = {**os.environ, "GITOPS_PYTHON": sys.executable, **(env or {})}

@@ -728,6 +728,11 @@ def scratch_2_off_step(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
 
 
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources"))
+def claim_without_a_size(world):
+    del world.claim["spec"]["resources"]
+
+
 @case("fsx-capacity-invalid", PASS)
 def scratch_2_two_steps(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "4800Gi"

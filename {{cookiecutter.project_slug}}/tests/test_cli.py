@@ -14,41 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from gitops_tools import cli
 
-REPOSITORY = Path(__file__).resolve().parent.parent
-COPIED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", "README.md")
-NOT_COPIED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
 VERBS = ("render", "validate", "diff", "new-environment", "new-job")
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY}
-    ).stdout
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in COPIED:
-        source = REPOSITORY / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=NOT_COPIED)
-        elif source.is_file():
-            shutil.copy2(source, root / name)
-    git(root, "init", "--quiet", "--initial-branch=main")
-    git(root, "add", "-A")
-    git(root, "commit", "--quiet", "-m", "as generated")
-    return root
 
 
 def environment(**extra: str) -> dict:

@@ -198,7 +198,7 @@ def test_gpu_capacity_is_max_size_times_gpus_per_instance():
     assert impact.gpu_capacity(None)[0] is None
 
 
-# --- hazards -------------------------------------------------------------------------------------------
+# --- notices --------------------------------------------------------------------------------------------
 
 
 def report_notices(before: list[dict], after: list[dict], **env_options) -> list:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,44 +15,15 @@ import pytest
 import yaml
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-COPIED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", ".gitignore")
-NOT_COPIED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
 sys.path.insert(0, str(REPOSITORY / "scripts"))
 sys.path.insert(0, str(REPOSITORY / "trainer"))
+
+from conftest import git  # noqa: E402
 
 from gitops_tools import answers  # noqa: E402
 from horovod_trainer.errors import TrainerError  # noqa: E402
 from horovod_trainer.settings import resolve  # noqa: E402
 from horovod_trainer.train import OPTIONS  # noqa: E402
-
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY}
-    ).stdout
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in COPIED:
-        source = REPOSITORY / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=NOT_COPIED)
-        else:
-            shutil.copy2(source, root / name)
-    git(root, "init", "--quiet", "--initial-branch=main")
-    git(root, "add", "-A")
-    git(root, "commit", "--quiet", "-m", "as generated")
-    return root
 
 
 def tool(repo: Path, name: str, *args: str) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ _GIT_BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])$")
 # The longest environment suffix the template adds to names ("-prod"), plus room for new ones.
 ENV_SUFFIX_ROOM = 12
 EKS_CLUSTER_NAME_LIMIT = 100
-# Exactly the words cookiecutter.json's __efa_enabled (used by the README template) understands.
+# The only answers to the efa question: auto (on where the instance type has EFA), on, off.
 EFA_CHOICES = ("auto", "on", "off")
 
 

@@ -199,6 +199,9 @@ def fsx_capacity_invalid(scope: Scope):
         requested = mapping(claim.doc, "spec", "resources", "requests").get("storage")
         size = _gib(requested)
         throughput = params.get("perUnitStorageThroughput", "")
+        if requested is None:
+            yield Finding(claim, "the claim requests no storage size", ("spec", "resources"))
+            continue
         if size is None or not size.is_integer():
             error = f"{requested} is not a whole number of GiB"
         else:
