@@ -74,12 +74,12 @@ def change(project: Path) -> None:
     text = kustomization.read_text()
     tag_line = next(line for line in text.splitlines() if line.strip().startswith("newTag:"))
     kustomization.write_text(text.replace(tag_line, tag_line.split(":")[0] + ': "9.9.9-bench"'))
-    patch = project / "overlays" / "prod" / "training" / "mpijob.yaml"
-    lines = patch.read_text().splitlines()
-    at = lines.index("  path: /spec/mpiReplicaSpecs/Worker/replicas") + 1
+    settings = project / "overlays" / "prod" / "settings.yaml"
+    lines = settings.read_text().splitlines()
+    at = lines.index("training:") + 1  # its first key is workers
     workers = int(lines[at].split(":")[1])
-    lines[at] = f"  value: {workers + 2}"
-    patch.write_text("\n".join(lines) + "\n")
+    lines[at] = f"  workers: {workers + 2}"
+    settings.write_text("\n".join(lines) + "\n")
 
 
 def timed(action) -> float:

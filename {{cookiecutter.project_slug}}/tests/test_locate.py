@@ -114,3 +114,73 @@ def test_plain_file_document(tmp_path):
 def test_unknown_source_is_line_zero(tmp_path):
     [manifest] = parse_stream(REPLICAS, "gone.yaml")
     assert Locator(tmp_path).locate(manifest, ("spec",)) == ("gone.yaml", 0)
+
+
+SETTINGS = """---
+apiVersion: gitops.local/v1alpha1
+kind: EnvironmentSettings
+metadata:
+  name: prod
+  annotations:
+    config.kubernetes.io/local-config: "true"
+serve:
+  replicas: 4
+  args:
+    - --port
+    - "9090"
+"""
+
+COMPONENT = """---
+apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+replacements:
+  - source: {kind: EnvironmentSettings, fieldPath: serve.replicas}
+    targets:
+      - select: {kind: Deployment, name: serve}
+        fieldPaths: [spec.replicas]
+  - source: {kind: EnvironmentSettings, fieldPath: serve.args}
+    targets:
+      - select: {kind: Deployment, name: serve}
+        fieldPaths: ["spec.template.spec.containers.[name=serve].args"]
+        options: {create: true}
+"""
+
+ENVIRONMENT = """---
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../base
+  - settings.yaml
+components:
+  - ../component
+"""
+
+
+@pytest.fixture(scope="module")
+def settings_tree(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("settings-tree")
+    files = {
+        "base": {"kustomization.yaml": "---\nresources:\n  - deployment.yaml\n", "deployment.yaml": BASE},
+        "component": {"kustomization.yaml": COMPONENT},
+        "prod": {"kustomization.yaml": ENVIRONMENT, "settings.yaml": SETTINGS},
+    }
+    for folder, contents in files.items():
+        (tmp_path / folder).mkdir()
+        for name, text in contents.items():
+            (tmp_path / folder / name).write_text(text)
+    [manifest] = parse_stream(kustomize.build(tmp_path / "prod"), "prod")
+    return tmp_path, manifest
+
+
+@pytest.mark.parametrize(
+    "path, file, text, needle",
+    [
+        (("spec", "replicas"), "prod/settings.yaml", SETTINGS, "replicas: 4"),
+        (("spec", "template", "spec", "containers", 0, "args", 1), "prod/settings.yaml", SETTINGS, '- "9090"'),
+        (("spec", "template", "spec", "containers", 0, "image"), "base/deployment.yaml", BASE, "image: serve:1.0"),
+    ],
+)
+def test_a_value_copied_from_settings_points_at_its_settings_line(settings_tree, path, file, text, needle):
+    root, manifest = settings_tree
+    assert manifest.doc["spec"]["replicas"] == 4  # kustomize copied it, and dropped the settings object
+    assert Locator(root).locate(manifest, path) == (file, line_of(text, needle))
