@@ -314,3 +314,49 @@ def test_gitignore_covers_what_make_setup_writes(repo):
     (repo / "scripts/gitops_tools.egg-info").mkdir()  # pip install -e . writes it next to the package
     (repo / "scripts/gitops_tools.egg-info/PKG-INFO").write_text("Name: x\n")
     assert status(repo) == ""
+
+
+def test_new_job_benchmark_runs_the_synthetic_benchmark_without_data(repo, tmp_path):
+    result = tool(
+        repo, "new-job", "bench", "--env", "prod", "--workers", "2", "--kind", "benchmark", "--mixed-precision"
+    )
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "prod") == []
+    job = rendered_mpijobs(repo, "prod", tmp_path / "rendered")["bench"]
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    [container] = launcher["containers"]
+    assert container["args"] == [
+        "python",
+        "-m",
+        "horovod_trainer.synthetic_benchmark",
+        "--model=resnet50",
+        "--batch-size=64",
+        "--mixed-precision",
+    ]
+    assert "-np" in container["command"] and container["command"][container["command"].index("-np") + 1] == "16"
+    # No data: no prepare-data step and no FSx claim, so it runs as soon as the GPU nodes are up.
+    assert "initContainers" not in launcher
+    assert [v["name"] for v in worker["volumes"]] == ["dshm"]
+    assert "volumes" not in launcher
+    assert "volumeMounts" not in container
+    assert (repo / "trainer/horovod_trainer/synthetic_benchmark.py").is_file()
+    assert diff_objects(repo) == {"prod": [("added", "MPIJob/training/bench")]}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--kind", "benchmark", "--epochs", "3"],
+            "--epochs does not apply to --kind benchmark (it takes batch-size, model, width, image-size, num-iters)",
+        ),
+        (["--kind", "benchmark", "--num-iters", "1"], "--num-iters must be at least 2 (got 1)"),
+        (["--model", "resnet50", "--width", "9"], "--width must be between 0.01 and 4.0 (got 9.0)"),
+    ],
+    ids=["train-only-flag", "benchmark-range", "train-range"],
+)
+def test_new_job_kind_flags_are_checked_by_the_module_that_runs(repo, args, message):
+    line = refused(tool(repo, "new-job", "x", "--env", "dev", "--workers", "1", *args))
+    assert line == message
+    assert status(repo) == ""

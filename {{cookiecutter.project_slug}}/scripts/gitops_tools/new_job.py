@@ -1,9 +1,12 @@
 """Add a training job (an MPIJob) to an environment.
 
-    scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I]
-        [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N]
+    scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I] [--kind train|benchmark]
+        [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N] ...
+        [--mixed-precision] [--xla]
 
-Defaults come from the environment: its GPU type (whole-node workers), the image and trainer
+`--kind train` (default) runs the trainer like horovod-train; `--kind benchmark` runs the synthetic
+benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
+mounts no FSx. Defaults come from the environment: its GPU type (whole-node workers), the image and trainer
 settings of its horovod-train job. Without --image the job follows horovod-train's image (a
 `replacements` entry in the environment's training kustomization), so bumping newTag in
 overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
@@ -25,14 +28,32 @@ import yaml
 from . import answers, catalog, cli
 from .errors import InputError
 from .generate.files import write_all
-from .generate.job import JobSpec, image_replacement, job_manifest, model_job
+from .generate.job import KIND_MODULES, JobSpec, image_replacement, job_manifest, model_job
 from .generate.yaml_edit import append_new, edited
 from .kustomize import has_kustomization
 from .model import MPIJOB
 from .render import render_repository, repository_root
 
 VERB = "new-job"
-TRAINER_FLAGS = ("epochs", "batch-size", "base-lr", "warmup-epochs", "model", "seed")
+# The trainer flags new-job passes on, per kind of job; each is checked by that module's own options.
+KIND_FLAGS = {
+    "train": (
+        "data-dir",
+        "epochs",
+        "batch-size",
+        "base-lr",
+        "warmup-epochs",
+        "lr-schedule",
+        "optimizer",
+        "model",
+        "width",
+        "image-size",
+        "seed",
+    ),
+    "benchmark": ("batch-size", "model", "width", "image-size", "num-iters"),
+}
+TRAINER_FLAGS = tuple(dict.fromkeys(flag for flags in KIND_FLAGS.values() for flag in flags))
+SWITCHES = ("mixed-precision", "xla")
 # Besides the folders of the environment's Flux paths, what the validator reads.
 ALWAYS_COPIED = ("clusters", "overlays", "platform.yaml", ".yamllint")
 
@@ -48,8 +69,12 @@ def parse_args(argv):
         help="default: follow the image of the environment's horovod-train job "
         "(moves when newTag in overlays/base/training changes)",
     )
+    parser.add_argument("--kind", choices=sorted(KIND_MODULES), default="train", help="default: train")
     for flag in TRAINER_FLAGS:
-        parser.add_argument(f"--{flag}", help=f"trainer --{flag}")
+        kinds = [kind for kind, flags in KIND_FLAGS.items() if flag in flags]
+        parser.add_argument(f"--{flag}", help=f"trainer --{flag} ({', '.join(kinds)})")
+    for switch in SWITCHES:
+        parser.add_argument(f"--{switch}", action="store_true", help=f"trainer --{switch}")
     return parser.parse_args(argv)
 
 
@@ -84,8 +109,9 @@ def write_job(root: Path, place: Place, job: dict, spec: JobSpec, text: str) -> 
 
 
 def job_text(job: dict, spec: JobSpec) -> str:
+    what = "the synthetic benchmark (trainer/README.md, Benchmark), " if spec.kind == "benchmark" else ""
     header = (
-        f"---\n# Added by scripts/new-job: {spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
+        f"---\n# Added by scripts/new-job: {what}{spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
         f"-np = {spec.workers * spec.gpus_per_worker}.\n"
     )
     if spec.image is None:
@@ -102,21 +128,28 @@ def check_name_free(objects, name: str, env: str) -> None:
             )
 
 
-def check_trainer_flags(root: Path, flags: dict[str, str]) -> None:
+def check_trainer_flags(root: Path, kind: str, flags: dict[str, str], switches: tuple[str, ...]) -> None:
     """Check the values with the trainer's own option table, so the job never fails on a bad setting."""
-    if not flags:
+    for flag in flags:
+        if flag not in KIND_FLAGS[kind]:
+            raise InputError(f"--{flag} does not apply to --kind {kind} (it takes {', '.join(KIND_FLAGS[kind])})")
+    if not flags and not switches:
         return
     sys.path.insert(0, str(root / "trainer"))
     try:
+        import importlib
+
         from horovod_trainer.errors import TrainerError
         from horovod_trainer.settings import resolve
-        from horovod_trainer.train import OPTIONS
+
+        options = importlib.import_module(f"horovod_trainer.{KIND_MODULES[kind]}").OPTIONS
     except ImportError as error:
         raise InputError(f"trainer/horovod_trainer: cannot load the trainer's options ({error})") from None
     finally:
         sys.path.remove(str(root / "trainer"))
+    argv = [f"--{flag}={value}" for flag, value in flags.items()] + [f"--{switch}" for switch in switches]
     try:
-        resolve(OPTIONS, [f"--{flag}={value}" for flag, value in flags.items()], environ={})
+        resolve(options, argv, environ={})
     except TrainerError as error:
         raise InputError(str(error)) from None
 
@@ -165,8 +198,9 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
         for flag in TRAINER_FLAGS
         if getattr(args, flag.replace("-", "_")) is not None
     }
-    check_trainer_flags(root, flags)
-    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags)
+    switches = tuple(switch for switch in SWITCHES if getattr(args, switch.replace("-", "_")))
+    check_trainer_flags(root, args.kind, flags, switches)
+    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags, args.kind, switches)
     return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled"))), place
 
 

@@ -1,6 +1,7 @@
 """Training throughput: plain Keras vs the trainer under horovodrun -np 1 vs -np 2, in one run.
 
     python -m horovod_trainer.bench [--work-dir DIR] [--model cnn] [--epochs 6] [--batch-size 64] [--rounds N]
+    python -m horovod_trainer.bench --data-format imagenet --model resnet50 --width 0.25 --image-size 64 ...
 
 Each configuration trains the same model on the same data for the same number of epochs; samples per
 second are counted over all processes from the second epoch on (the first one traces the graph) and
@@ -18,13 +19,22 @@ import sys
 from .errors import TrainerError, report_errors
 from .local_launch import PACKAGE_ROOT, horovodrun_command, local_env, module_command
 from .models import MODEL_NAMES
-from .settings import Option, at_least, resolve
+from .settings import Option, at_least, between, resolve
 
 PROG = "bench"
 
 OPTIONS = (
     Option("--work-dir", str, "runs/bench", "where data and per-run statistics go"),
     Option("--model", str, "cnn", "model to train", choices=MODEL_NAMES),
+    Option(
+        "--data-format",
+        str,
+        "features",
+        "prepare_data --format of the data trained on",
+        choices=("features", "imagenet"),
+    ),
+    Option("--width", float, 1.0, "resnet50: channels x this", check=between(0.01, 4.0)),
+    Option("--image-size", int, 224, "imagenet format: side of the crops", check=at_least(16)),
     Option("--epochs", int, 6, "epochs per configuration (the first is not timed)", check=at_least(2)),
     Option("--batch-size", int, 64, "samples per step and process", check=at_least(1)),
     Option(
@@ -90,11 +100,15 @@ def format_table(rows):
 def main(argv=None):
     settings = resolve(OPTIONS, argv, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
     work_dir = os.path.abspath(settings["work_dir"])
-    data_dir = os.path.join(work_dir, "data")
+    data_dir = os.path.join(work_dir, f"data-{settings['data_format']}")
     os.makedirs(work_dir, exist_ok=True)
-    run(module_command("prepare_data", ["--out-dir", data_dir, "--skip-existing"]), "prepare data")
+    run(
+        module_command("prepare_data", ["--out-dir", data_dir, "--format", settings["data_format"], "--skip-existing"]),
+        "prepare data",
+    )
 
     args = ["--data-dir", data_dir, "--model", settings["model"]]
+    args += ["--width", str(settings["width"]), "--image-size", str(settings["image_size"])]
     args += ["--epochs", str(settings["epochs"]), "--batch-size", str(settings["batch_size"])]
     rates = {configuration.name: [] for configuration in CONFIGURATIONS}
     devices = {}
@@ -108,9 +122,12 @@ def main(argv=None):
             rates[configuration.name].append(rate)
     median = {name: statistics.median(values) for name, values in rates.items()}
 
+    width = f" (width {settings['width']:g})" if settings["model"] == "resnet50" else ""
     print()
     print(
-        f"training throughput, model {settings['model']}, batch {settings['batch_size']} per process, "
+        f"training throughput, model {settings['model']}"
+        f"{width}"
+        f" on {settings['data_format']} data, batch {settings['batch_size']} per process, "
         f"{settings['epochs']} epochs (first not timed), median of {settings['rounds']} round(s)"
     )
     ratios = {

@@ -26,48 +26,56 @@ class Clock(tf.keras.callbacks.Callback):
         self.position = Position(epoch + 1, 0)
 
 
-class WarmupLearningRate(tf.keras.callbacks.Callback):
-    """Learning rate `base_lr * world_size`, reached by a linear ramp from `base_lr` over the warm-up.
+class LearningRateSchedule(tf.keras.callbacks.Callback):
+    """Sets the learning rate before every batch from a schedule.Schedule and the clock's position.
 
-    The ramp follows the optimizer's global step (restored with a checkpoint), not the epoch counter,
-    so a resumed run continues the ramp where it stopped. World size and warm-up length are re-read at
-    each fit() start, which an elastic reset triggers.
+    The position (epoch, step) is restored with a checkpoint, so a resumed run continues the schedule
+    where it stopped. `schedule_fn` and `steps_fn` are re-read at each fit() start, which an elastic
+    reset triggers (the world size, and with it the peak rate and the steps per epoch, may change).
     """
 
-    def __init__(self, base_lr, world_size_fn, warmup_steps_fn):
+    def __init__(self, clock: Clock, schedule_fn, steps_fn):
         super().__init__()
-        self.base_lr = base_lr
-        self.world_size_fn = world_size_fn
-        self.warmup_steps_fn = warmup_steps_fn
-        self.global_step = 0
+        self.clock = clock
+        self.schedule_fn = schedule_fn
+        self.steps_fn = steps_fn
+        self.schedule = None
+        self.steps = 1
         self.current = None
 
-    @property
-    def peak_lr(self):
-        return self.base_lr * self.world_size_fn()
-
-    def rate_at(self, step):
-        warmup_steps = self.warmup_steps_fn()
-        if warmup_steps <= 0 or step >= warmup_steps:
-            return self.peak_lr
-        return self.base_lr + (self.peak_lr - self.base_lr) * step / warmup_steps
-
     def on_train_begin(self, logs=None):
-        self.global_step = int(self.model.optimizer.iterations.numpy())
+        self.schedule = self.schedule_fn()
+        self.steps = self.steps_fn()
         self.current = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        rate = self.rate_at(self.global_step)
+        position = self.clock.position
+        rate = self.schedule.rate(position.epoch + position.step / self.steps)
         if rate != self.current:
             tf.keras.backend.set_value(self.model.optimizer.learning_rate, rate)
             self.current = rate
 
-    def on_train_batch_end(self, batch, logs=None):
-        self.global_step += 1
-
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None and self.current is not None:
             logs["lr"] = self.current
+
+
+class AverageBatchNormStatistics(tf.keras.callbacks.Callback):
+    """At every epoch end, replace each rank's batch-norm moving mean and variance by their average
+    over the ranks.
+
+    Horovod averages gradients, not these statistics: each rank updates them from its own batches, so
+    after an epoch the ranks hold slightly different models. Averaging them (as timm's `distribute_bn`
+    does) makes evaluation and checkpoints use one model, estimated from every rank's batches. Put it
+    before the evaluation and the checkpoint writer. `average` is a collective: every rank runs it.
+    """
+
+    def __init__(self, average):
+        super().__init__()
+        self.average = average
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.average(self.model.non_trainable_variables)
 
 
 class GlobalEvaluation(tf.keras.callbacks.Callback):

@@ -20,7 +20,12 @@ def configure(local_rank=0, local_size=1):
         shared = " (shared: more local ranks than GPUs)" if local_size > len(gpus) else ""
         return f"GPU {index}{shared}"
     # Otherwise every process starts one thread per core and the processes on a host fight over them.
-    cores = len(os.sched_getaffinity(0))
-    threads = max(1, cores // local_size)
+    threads = cores_per_process(local_size)
     tf.config.threading.set_intra_op_parallelism_threads(threads)
-    return f"CPU ({threads} of {cores} cores)"
+    return f"CPU ({threads} of {len(os.sched_getaffinity(0))} cores)"
+
+
+def cores_per_process(local_size=1):
+    """This host's cores (as the container's CPU affinity gives them) divided among its processes:
+    the input pipeline's decode threads per GPU, and the CPU compute threads without one."""
+    return max(1, len(os.sched_getaffinity(0)) // local_size)

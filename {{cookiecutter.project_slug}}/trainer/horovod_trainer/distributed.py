@@ -24,6 +24,10 @@ def size():
     return hvd.size()
 
 
+def local_size():
+    return hvd.local_size()
+
+
 def is_chief():
     return hvd.rank() == 0
 
@@ -42,14 +46,30 @@ def sum_over_ranks(values):
     return hvd_tf.allreduce(tensor, op=hvd_tf.Sum, name="trainer.sum_over_ranks").numpy()
 
 
+def average_variables(variables):
+    """Set each variable to its mean over all ranks (one grouped allreduce)."""
+    if not variables:
+        return
+    averaged = hvd_tf.grouped_allreduce([v.value() for v in variables], op=hvd_tf.Average, name="trainer.average_vars")
+    for variable, value in zip(variables, averaged, strict=True):
+        variable.assign(value)
+
+
 def broadcast_training_state(model, optimizer):
     """Make every rank start from rank 0's weights and optimizer slots (fresh or restored)."""
     hvd_tf.broadcast_variables(model.variables, root_rank=0)
     hvd_tf.broadcast_variables(optimizer.variables, root_rank=0)
 
 
-def distributed_optimizer(optimizer):
-    return hvd.DistributedOptimizer(optimizer)
+def distributed_optimizer(optimizer, fp16_allreduce=False, backward_passes_per_step=1, gradient_predivide_factor=1.0):
+    """Horovod's allreduce around `optimizer`; local gradients of several passes are averaged, not summed."""
+    return hvd.DistributedOptimizer(
+        optimizer,
+        compression=hvd.Compression.fp16 if fp16_allreduce else hvd.Compression.none,
+        backward_passes_per_step=backward_passes_per_step,
+        average_aggregated_gradients=True,
+        gradient_predivide_factor=gradient_predivide_factor,
+    )
 
 
 def metric_average_callback():

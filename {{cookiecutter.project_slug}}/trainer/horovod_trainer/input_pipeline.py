@@ -1,17 +1,31 @@
-"""tf.data input for one rank: its block of TFRecord samples, shuffled per epoch, padded, batched.
+"""tf.data input for one rank: its block of TFRecord samples, shuffled per epoch, decoded, batched.
 
-Each element the model sees is `(image, label, weight)`. Real samples have weight 1; the filler that
-tops a rank up to the common number of steps (see sharding.py) has weight 0, so it changes neither the
-loss nor the weighted metrics.
+Each element the model sees is `(image, label, weight)`. Real samples have weight 1; with
+`last_batch="pad"` the filler that tops a rank up to the common number of steps (see sharding.py) has
+weight 0, so it changes neither the loss nor the weighted metrics. With "drop" there is no filler.
+
+The shuffle works on the serialized records; decoding (and, for JPEGs, cropping) runs after it, in
+`parallel_calls` threads, so the shuffle window holds small strings rather than decoded images.
 """
+
+import dataclasses
 
 import tensorflow as tf
 
-from .records import decoder
+from . import images
+from .records import parser
 from .sharding import RankPlan
 
 AUTOTUNE = tf.data.AUTOTUNE
 MAX_OPEN_FILES = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Decoding:
+    """How records become model inputs: the image size (imagenet layout) and the decode threads."""
+
+    image_size: int = 224
+    parallel_calls: int = AUTOTUNE
 
 
 def _records(manifest, split, plan: RankPlan):
@@ -28,12 +42,12 @@ def _records(manifest, split, plan: RankPlan):
         cycle_length=min(len(plan.segments), MAX_OPEN_FILES),
         num_parallel_calls=AUTOTUNE,
         deterministic=True,  # the same order on a rerun, so a mid-epoch resume skips the right batches
-    ).map(decoder(manifest.feature_shape), num_parallel_calls=AUTOTUNE, deterministic=True)
+    )
 
 
 def _with_weight(weight):
-    def add(example):
-        return dict(example, weight=tf.constant(weight, tf.float32))
+    def add(record):
+        return {"record": record, "weight": tf.constant(weight, tf.float32)}
 
     return add
 
@@ -48,21 +62,48 @@ def _window_shuffle(examples, window, seed):
 
     def permute(index, block):
         order = tf.random.experimental.stateless_shuffle(
-            tf.range(tf.shape(block["id"])[0]), seed=tf.stack([seed, index])
+            tf.range(tf.shape(block["record"])[0]), seed=tf.stack([seed, index])
         )
         return {key: tf.gather(value, order) for key, value in block.items()}
 
     return examples.batch(window).enumerate().map(permute, num_parallel_calls=AUTOTUNE).unbatch()
 
 
-def rank_examples(manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_buffer=10_000):
-    """This rank's samples for one epoch, unbatched: exactly steps_per_epoch * batch_size dicts."""
+def _decoder(manifest, decoding: Decoding, training: bool, seed):
+    """(position, {"record", "weight"}) -> {"image", "label", "id", "weight"}."""
+    parse = parser(manifest)
+    jpeg = manifest.layout == "imagenet"
+
+    def decode(position, element):
+        example = parse(element["record"])
+        if jpeg:
+            if training:
+                crop_seed = tf.stack([tf.cast(seed, tf.int64), position])
+                example["image"] = images.train_image(example["image"], decoding.image_size, crop_seed)
+            else:
+                example["image"] = images.eval_image(example["image"], decoding.image_size)
+        example["weight"] = element["weight"]
+        return example
+
+    return decode
+
+
+def rank_examples(manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_buffer=10_000, decoding=Decoding()):
+    """This rank's samples for one epoch, unbatched and decoded: exactly steps_per_epoch * batch_size dicts.
+
+    A shuffle seed marks training data: shuffled, and JPEGs get the random training crop.
+    """
     records = _records(manifest, split, plan)
     real = records.map(_with_weight(1.0))
     if shuffle_seed is not None:
         real = _window_shuffle(real, min(shuffle_buffer, plan.num_samples), shuffle_seed)
+    real = real.take(plan.trained_samples)  # "drop": the samples after the last full batch sit out this epoch
     filler = records.repeat().take(plan.padded_samples).map(_with_weight(0.0))
-    return real.concatenate(filler)
+    training = shuffle_seed is not None
+    decode = _decoder(manifest, decoding, training, shuffle_seed if training else 0)
+    return (
+        real.concatenate(filler).enumerate().map(decode, num_parallel_calls=decoding.parallel_calls, deterministic=True)
+    )
 
 
 def _to_batches(examples, batch_size):
@@ -76,7 +117,9 @@ def epoch_seed(seed, epoch, rank):
     return tf.cast(seed, tf.int64) * 1_000_003 + tf.cast(epoch, tf.int64) * 7919 + rank
 
 
-def train_batches(manifest, plan: RankPlan, seed, first_epoch, last_epoch, skip_steps=0, shuffle_buffer=10_000):
+def train_batches(
+    manifest, plan: RankPlan, seed, first_epoch, last_epoch, skip_steps=0, shuffle_buffer=10_000, decoding=Decoding()
+):
     """Batches of epochs [first_epoch, last_epoch) back to back, the first `skip_steps` dropped.
 
     Each epoch is shuffled with a seed derived from (seed, epoch, rank), so epoch e is the same sequence
@@ -84,12 +127,12 @@ def train_batches(manifest, plan: RankPlan, seed, first_epoch, last_epoch, skip_
     """
 
     def one_epoch(epoch):
-        examples = rank_examples(manifest, "train", plan, epoch_seed(seed, epoch, plan.rank), shuffle_buffer)
+        examples = rank_examples(manifest, "train", plan, epoch_seed(seed, epoch, plan.rank), shuffle_buffer, decoding)
         return _to_batches(examples, plan.batch_size)
 
     epochs = tf.data.Dataset.range(first_epoch, last_epoch)
     return epochs.flat_map(one_epoch).skip(skip_steps).prefetch(AUTOTUNE)
 
 
-def eval_batches(manifest, plan: RankPlan):
-    return _to_batches(rank_examples(manifest, "eval", plan), plan.batch_size).prefetch(AUTOTUNE)
+def eval_batches(manifest, plan: RankPlan, decoding=Decoding()):
+    return _to_batches(rank_examples(manifest, "eval", plan, decoding=decoding), plan.batch_size).prefetch(AUTOTUNE)

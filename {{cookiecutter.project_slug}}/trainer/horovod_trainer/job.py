@@ -6,11 +6,19 @@ import time
 
 import tensorflow as tf
 
-from . import atomic, distributed, input_pipeline, models, sharding
-from .callbacks import CheckpointWriter, Clock, GlobalEvaluation, ThroughputMeter, WarmupLearningRate
+from . import atomic, devices, distributed, input_pipeline, models, sharding
+from .callbacks import (
+    AverageBatchNormStatistics,
+    CheckpointWriter,
+    Clock,
+    GlobalEvaluation,
+    LearningRateSchedule,
+    ThroughputMeter,
+)
 from .checkpoints import CheckpointStore, Position
 from .errors import TargetNotReached, TrainerError
 from .evaluation import Evaluator
+from .schedule import Schedule
 
 
 def say(message):
@@ -30,23 +38,61 @@ class Job:
         self.device = distributed.init()
         self.started = time.monotonic()
         tf.keras.utils.set_random_seed(config.seed)
+        if config.mixed_precision:
+            # Layers compute in float16 and keep float32 weights; the logits stay float32 (models.py).
+            tf.keras.mixed_precision.set_global_policy("mixed_float16")
         data = config.data
-        self.model = models.build_model(config.model, data.feature_shape, data.num_classes)
-        self.optimizer = distributed.distributed_optimizer(tf.keras.optimizers.Adam(learning_rate=config.base_lr))
-        models.compile_model(self.model, self.optimizer)
+        self.model = models.build_model(
+            config.model, models.input_shape(data, config.image_size), data.num_classes, config.width
+        )
+        self.optimizer = self.make_optimizer()
+        models.compile_model(self.model, self.optimizer)  # --xla: auto-clustering, see train.py
         # Create the optimizer slots now, so that they can be restored and broadcast before step 1.
         self.optimizer.build(self.model.trainable_variables)
+        self.decoding = input_pipeline.Decoding(
+            image_size=config.image_size, parallel_calls=devices.cores_per_process(distributed.local_size())
+        )
         self.state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         self.store = CheckpointStore(config.checkpoint_dir, config.keep_checkpoints) if config.checkpoint_dir else None
         self.meter = ThroughputMeter(config.batch_size)
         self.resumed_from = None
 
+    def make_optimizer(self):
+        """The optimizer, wrapped for Horovod and, with mixed precision, for loss scaling.
+
+        Loss scaling goes outside Horovod's wrapper: LossScaleOptimizer computes the gradients through
+        the inner optimizer, whose compute_gradients does the allreduce, and only then checks them for
+        inf/NaN, so every rank sees the same summed gradients and skips the same steps.
+        """
+        config = self.config
+        if config.optimizer == "sgd":
+            optimizer = tf.keras.optimizers.SGD(
+                learning_rate=config.base_lr, momentum=config.momentum, weight_decay=config.weight_decay or None
+            )
+        else:
+            optimizer = tf.keras.optimizers.Adam(learning_rate=config.base_lr, weight_decay=config.weight_decay or None)
+        optimizer = distributed.distributed_optimizer(
+            optimizer,
+            fp16_allreduce=config.fp16_allreduce,
+            backward_passes_per_step=config.backward_passes_per_step,
+            gradient_predivide_factor=config.gradient_predivide_factor,
+        )
+        if config.weight_decay:
+            optimizer.exclude_from_weight_decay(var_list=models.no_decay_variables(self.model))
+        if config.mixed_precision:
+            optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
+        return optimizer
+
     # ----- data layout for the current world size (it changes in elastic mode)
 
     def plan(self, split):
         shard_sizes = [shard.samples for shard in self.config.data.shards(split)]
+        # Evaluation runs batch norm in inference mode, so weight-0 filler is harmless there.
+        last_batch = self.config.last_batch if split == "train" else "pad"
         try:
-            return sharding.plan_rank(shard_sizes, distributed.size(), distributed.rank(), self.config.batch_size)
+            return sharding.plan_rank(
+                shard_sizes, distributed.size(), distributed.rank(), self.config.batch_size, last_batch
+            )
         except ValueError as exc:
             raise TrainerError(f"{split} split: {exc}") from None
 
@@ -56,7 +102,21 @@ class Job:
             "world_size": distributed.size(),
             "batch_size": self.config.batch_size,
             "train_samples": self.config.data.num_samples("train"),
+            "last_batch": self.config.last_batch,
         }
+
+    def schedule(self):
+        """The learning-rate schedule at the current world size (linear scaling on the global batch)."""
+        config = self.config
+        return Schedule(
+            base_lr=config.base_lr,
+            peak_lr=config.base_lr * distributed.size() * config.backward_passes_per_step,
+            warmup_epochs=config.warmup_epochs,
+            total_epochs=config.epochs,
+            kind=config.lr_schedule,
+            decay_epochs=config.lr_decay_epochs,
+            decay_factor=config.lr_decay_factor,
+        )
 
     # ----- checkpoints
 
@@ -118,9 +178,10 @@ class Job:
         config = self.config
         callbacks = [
             clock,
-            WarmupLearningRate(config.base_lr, distributed.size, lambda: config.warmup_epochs * plan.steps_per_epoch),
+            LearningRateSchedule(clock, self.schedule, lambda: plan.steps_per_epoch),
             # Average the per-rank training metrics before anything below logs them.
             distributed.metric_average_callback(),
+            AverageBatchNormStatistics(distributed.average_variables),
             GlobalEvaluation(self.evaluator()),
         ]
         if distributed.is_chief() and self.store is not None:
@@ -131,7 +192,7 @@ class Job:
         return callbacks + list(extra)
 
     def evaluator(self):
-        batches = input_pipeline.eval_batches(self.config.data, self.plan("eval"))
+        batches = input_pipeline.eval_batches(self.config.data, self.plan("eval"), self.decoding)
         return Evaluator(self.model, batches, distributed.sum_over_ranks)
 
     def fit_from(self, position, extra_callbacks=lambda clock, plan: ()):
@@ -148,7 +209,14 @@ class Job:
 
         def fit(first_epoch, last_epoch, skip_steps):
             batches = input_pipeline.train_batches(
-                config.data, plan, config.seed, first_epoch, last_epoch, skip_steps, config.shuffle_buffer
+                config.data,
+                plan,
+                config.seed,
+                first_epoch,
+                last_epoch,
+                skip_steps,
+                config.shuffle_buffer,
+                self.decoding,
             )
             self.model.fit(
                 batches,
@@ -173,12 +241,20 @@ class Job:
         size = distributed.size()
         total = config.data.num_samples("train")
         shares = sorted({stop - begin for begin, stop in (sharding.rank_range(total, size, r) for r in range(size))})
+        schedule = self.schedule()
+        precision = "mixed_float16" if config.mixed_precision else "float32"
+        remainder = (
+            f"up to {plan.dropped_samples} per rank left out each epoch"
+            if config.last_batch == "drop"
+            else f"up to {plan.padded_samples} weight-0 filler per rank"
+        )
         say(
-            f"horovod_trainer: {size} process(es), rank 0 on {self.device}; model {config.model}; "
+            f"horovod_trainer: {size} process(es), rank 0 on {self.device}; model {config.model} "
+            f"({precision}{', XLA' if config.xla else ''}); "
             f"{total} train samples ({'/'.join(map(str, shares))} per rank), "
-            f"{plan.steps_per_epoch} steps/epoch of {config.batch_size}; "
-            f"lr {config.base_lr:g} -> {config.base_lr * size:g} over {config.warmup_epochs:g} epoch(s); "
-            f"epochs {start.epoch}..{config.epochs}"
+            f"{plan.steps_per_epoch} steps/epoch of {config.batch_size} ({config.last_batch}: {remainder}); "
+            f"lr {config.base_lr:g} -> {schedule.peak_lr:g} over {config.warmup_epochs:g} epoch(s), "
+            f"then {config.lr_schedule}; epochs {start.epoch}..{config.epochs}"
         )
 
     # ----- results
@@ -196,6 +272,10 @@ class Job:
             stats = {
                 "world_size": distributed.size(),
                 "model": config.model,
+                "mixed_precision": config.mixed_precision,
+                "xla": config.xla,
+                "last_batch": config.last_batch,
+                "learning_rate": float(tf.keras.backend.get_value(self.optimizer.learning_rate)),
                 "batch_size": config.batch_size,
                 "epochs": config.epochs,
                 "start": {"epoch": start.epoch, "step": start.step},

@@ -18,7 +18,11 @@ PROG = "keras_baseline"
 
 _SHARED = {option.flag: option for option in train.OPTIONS}
 OPTIONS = (
-    *(_SHARED[flag] for flag in ("--data-dir", "--model", "--batch-size", "--base-lr", "--seed", "--stats-file")),
+    *(
+        _SHARED[flag]
+        for flag in ("--data-dir", "--model", "--width", "--image-size", "--batch-size", "--base-lr", "--seed")
+    ),
+    _SHARED["--stats-file"],
     Option("--epochs", int, 5, "epochs (the first is not timed)", check=at_least(2)),
 )
 
@@ -41,11 +45,15 @@ def main(argv=None):
     tf.keras.utils.set_random_seed(settings["seed"])
 
     batch_size = settings["batch_size"]
-    plan = sharding.plan_rank([shard.samples for shard in data.shards("train")], 1, 0, batch_size)
-    model = models.build_model(settings["model"], data.feature_shape, data.num_classes)
+    last_batch = train.default_last_batch(settings["model"])
+    plan = sharding.plan_rank([shard.samples for shard in data.shards("train")], 1, 0, batch_size, last_batch)
+    model = models.build_model(
+        settings["model"], models.input_shape(data, settings["image_size"]), data.num_classes, settings["width"]
+    )
     models.compile_model(model, tf.keras.optimizers.Adam(learning_rate=settings["base_lr"]))
     meter = ThroughputMeter(batch_size)
-    batches = input_pipeline.train_batches(data, plan, settings["seed"], 0, settings["epochs"])
+    decoding = input_pipeline.Decoding(settings["image_size"], devices.cores_per_process())
+    batches = input_pipeline.train_batches(data, plan, settings["seed"], 0, settings["epochs"], decoding=decoding)
     # Validation each epoch, as the trainer does: it is not timed, but it lets the input pipeline
     # read ahead between epochs in both runs alike.
     eval_plan = sharding.plan_rank([shard.samples for shard in data.shards("eval")], 1, 0, batch_size)
@@ -53,7 +61,7 @@ def main(argv=None):
         batches,
         steps_per_epoch=plan.steps_per_epoch,
         epochs=settings["epochs"],
-        validation_data=input_pipeline.eval_batches(data, eval_plan),
+        validation_data=input_pipeline.eval_batches(data, eval_plan, decoding),
         callbacks=[meter],
         verbose=0,
     )

@@ -1,6 +1,11 @@
-"""Write the bundled scikit-learn digits data set as sharded TFRecords (no download).
+"""Write a data set as sharded TFRecords (nothing is downloaded).
 
-    python -m horovod_trainer.prepare_data --out-dir DIR [--shards N] [--skip-existing]
+    python -m horovod_trainer.prepare_data --out-dir DIR [--format features|imagenet] [--shards N] [--skip-existing]
+
+`--format features` (default): scikit-learn's bundled digits, as flat float features.
+`--format imagenet`: a small synthetic set in the ImageNet TFRecord layout (JPEG files of generated
+images, `train-*-of-*` and `validation-*-of-*`, see synthetic_images.py); for a real ImageNet
+directory use `python -m horovod_trainer.index_data` instead.
 
 Samples are shuffled once with a fixed seed, split into train and eval, and written in that order.
 Each shard is written under a temporary name and renamed; manifest.json is written last, the same way,
@@ -19,9 +24,16 @@ from .settings import Option, at_least, between, parse_switch, resolve
 
 PROG = "prepare_data"
 SOURCE = "sklearn.datasets.load_digits"
+SYNTHETIC_SOURCE = "horovod_trainer.synthetic_images"
+# build_imagenet_data.py numbers the 1000 classes from 1 (0 was "background"); the synthetic set does too.
+IMAGENET_LABEL_OFFSET = 1
+JPEG_QUALITY = 90
 
 OPTIONS = (
     Option("--out-dir", str, None, "directory to write the shards and manifest.json into (required)"),
+    Option("--format", str, "features", "record layout and data set", choices=("features", "imagenet")),
+    Option("--classes", int, 10, "imagenet format: number of classes", check=between(2, 1000)),
+    Option("--images", int, 1280, "imagenet format: number of images, train and eval together", check=at_least(20)),
     Option("--shards", int, 8, "number of files per split", check=between(1, 1000)),
     Option("--eval-fraction", float, 0.2, "fraction of samples held out for evaluation", check=between(0.05, 0.5)),
     Option("--seed", int, 0, "seed of the one-time shuffle", check=at_least(0)),
@@ -66,37 +78,75 @@ def split_evenly(count, parts):
     return bounds
 
 
-def write_split(out_dir, split, images, labels, shards):
+def write_shards(out_dir, split, records, shards, layout):
+    """records: a list of serialized Examples, written in order over `shards` files."""
     import tensorflow as tf
 
-    from .records import encode
-
     written = []
-    for index, (start, stop) in enumerate(split_evenly(len(labels), shards)):
-        name = manifest_mod.shard_name(split, index, shards)
+    for index, (start, stop) in enumerate(split_evenly(len(records), shards)):
+        name = manifest_mod.shard_name(split, index, shards, layout)
 
         def write_to(path, start=start, stop=stop):
             with tf.io.TFRecordWriter(path) as writer:
-                for sample_id in range(start, stop):
-                    writer.write(encode(images[sample_id], labels[sample_id], sample_id))
+                for record in records[start:stop]:
+                    writer.write(record)
 
         atomic.write_file(os.path.join(out_dir, name), write_to)
         written.append((name, stop - start))
     return written
 
 
+def digits_records(settings):
+    from .records import encode
+
+    splits, feature_shape, num_classes = load_digits_split(settings["eval_fraction"], settings["seed"])
+    records = {}
+    for split, (images, labels) in splits.items():
+        pairs = enumerate(zip(images, labels, strict=True))
+        records[split] = [encode(image, label, sample_id) for sample_id, (image, label) in pairs]
+    return records, {"source": SOURCE, "feature_shape": feature_shape, "num_classes": num_classes}
+
+
+def synthetic_imagenet_records(settings):
+    import tensorflow as tf
+
+    from . import synthetic_images
+    from .records import encode_imagenet
+
+    classes, count = settings["classes"], settings["images"]
+    num_eval = int(round(count * settings["eval_fraction"]))
+    records = {"train": [], "eval": []}
+    for index, (image, label) in enumerate(synthetic_images.generate(count, classes, settings["seed"])):
+        split, number = ("eval", index) if index < num_eval else ("train", index - num_eval)
+        jpeg = tf.io.encode_jpeg(image, quality=JPEG_QUALITY).numpy()
+        name = f"synthetic_{manifest_mod.FILE_PREFIXES['imagenet'][split]}_{number:08d}.JPEG"
+        stored_label = label + IMAGENET_LABEL_OFFSET
+        records[split].append(
+            encode_imagenet(jpeg, stored_label, image.shape[0], image.shape[1], name, f"n{stored_label:08d}")
+        )
+    return records, {
+        "source": SYNTHETIC_SOURCE,
+        "feature_shape": (),
+        "num_classes": classes,
+        "label_offset": IMAGENET_LABEL_OFFSET,
+    }
+
+
 def remove_stale_shards(out_dir, keep):
-    for split in manifest_mod.SPLITS:
-        for path in glob.glob(os.path.join(out_dir, f"{split}-*-of-*.tfrecord*")):
-            if os.path.basename(path) not in keep:
-                os.remove(path)
+    for layout, prefixes in manifest_mod.FILE_PREFIXES.items():
+        for prefix in prefixes.values():
+            pattern = f"{prefix}-*-of-*{manifest_mod.FILE_SUFFIXES[layout]}*"
+            for path in glob.glob(os.path.join(out_dir, pattern)):
+                if os.path.basename(path) not in keep:
+                    os.remove(path)
 
 
-def already_complete(out_dir):
+def already_complete(out_dir, layout):
     try:
-        return manifest_mod.load(out_dir)
+        existing = manifest_mod.load(out_dir)
     except TrainerError:
         return None
+    return existing if existing.layout == layout else None
 
 
 @report_errors(PROG)
@@ -108,7 +158,7 @@ def main(argv=None):
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise TrainerError(f"--out-dir {out_dir} exists and is not a directory")
     if settings["skip_existing"]:
-        existing = already_complete(out_dir)
+        existing = already_complete(out_dir, settings["format"])
         if existing is not None:
             print(
                 f"{out_dir} already holds {existing.num_samples('train')} train and "
@@ -126,12 +176,14 @@ def main(argv=None):
         os.remove(old_manifest)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    splits, feature_shape, num_classes = load_digits_split(settings["eval_fraction"], settings["seed"])
+    layout = settings["format"]
+    make_records = synthetic_imagenet_records if layout == "imagenet" else digits_records
+    records, description = make_records(settings)
     written = {
-        split: write_split(out_dir, split, images, labels, settings["shards"])
-        for split, (images, labels) in splits.items()
+        split: write_shards(out_dir, split, split_records, settings["shards"], layout)
+        for split, split_records in records.items()
     }
-    table = manifest_mod.to_json(SOURCE, feature_shape, num_classes, written)
+    table = manifest_mod.to_json(splits=written, layout=layout, **description)
     text = json.dumps(table, indent=2) + "\n"
     atomic.write_text(os.path.join(out_dir, manifest_mod.MANIFEST_NAME), text)
     remove_stale_shards(out_dir, {name for shards in written.values() for name, _ in shards})

@@ -27,6 +27,7 @@ class Option:
     check: Callable[[Any], str | None] | None = None  # returns a complaint, or None
     choices: Sequence[str] | None = None
     is_switch: bool = False
+    kind: str | None = None  # what the value should look like, for the error message of a bad one
 
     @property
     def dest(self):
@@ -104,7 +105,7 @@ def _convert(option, raw, source):
     try:
         value = option.type(raw)
     except ValueError:
-        kind = KIND_NAMES.get(option.type, "a valid value")
+        kind = option.kind or KIND_NAMES.get(option.type, "a valid value")
         raise TrainerError(f"{source} expects {kind}, got {raw!r}") from None
     if option.choices is not None and value not in option.choices:
         raise TrainerError(f"{source} must be one of {', '.join(option.choices)} (got {raw!r})")

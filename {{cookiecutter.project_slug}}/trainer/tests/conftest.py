@@ -125,3 +125,24 @@ def data(data_dir):
 
 def steps_per_epoch(data, world_size, batch_size):
     return sharding.steps_per_epoch(data.num_samples("train"), world_size, batch_size)
+
+
+# The synthetic ImageNet-layout set of the tests: 4 classes (chance is 0.25), 3 shards per split.
+IMAGENET_CLASSES = 4
+IMAGENET_SHARDS = 3
+
+
+@pytest.fixture(scope="session")
+def imagenet_dir(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("imagenet"))
+    completed = run_module(
+        "prepare_data",
+        flags(out_dir=out, format="imagenet", images=640, classes=IMAGENET_CLASSES, shards=IMAGENET_SHARDS),
+    )
+    assert completed.returncode == 0, completed.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def imagenet(imagenet_dir):
+    return manifest.load(imagenet_dir)

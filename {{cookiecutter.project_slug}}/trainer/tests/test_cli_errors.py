@@ -49,6 +49,22 @@ TRAIN_CASES = {
         ["--checkpoint-dir"],
     ),
     "data dir without manifest": (["--data-dir", "{empty}"], {}, ["manifest.json"]),
+    "filler with batch norm": (
+        ["--data-dir", "{data}", "--model", "resnet50", "--last-batch", "pad"],
+        {},
+        ["--last-batch pad", "resnet50", "batch normalisation", "drop"],
+    ),
+    "step schedule without epochs": (
+        ["--data-dir", "{data}", "--lr-schedule", "step"],
+        {},
+        ["--lr-schedule step", "--lr-decay-epochs"],
+    ),
+    "decay epochs out of order": (
+        ["--data-dir", "{data}", "--lr-decay-epochs", "60,30"],
+        {},
+        ["--lr-decay-epochs", "increasing epochs", "60,30"],
+    ),
+    "unknown optimizer": (["--data-dir", "{data}", "--optimizer", "lamb"], {}, ["--optimizer", "adam, sgd"]),
     "shard missing": (["--data-dir", "{gap}"], {}, ["eval-00000-of-00005.tfrecord", "missing"]),
 }
 

@@ -87,3 +87,55 @@ def test_skipping_steps_continues_the_same_epoch_sequence(data):
     for (images_a, labels_a, _), (images_b, labels_b, _) in zip(full[7:], resumed, strict=False):
         np.testing.assert_array_equal(labels_a, labels_b)
         np.testing.assert_array_equal(images_a, images_b)
+
+
+# ----- last_batch="drop": what batch-normalisation models train with
+
+
+@pytest.mark.parametrize(
+    "shard_sizes",
+    [[288, 288, 288, 287, 287], [1, 0, 5, 3, 40], [7] * 9, [1000, 1]],
+    ids=["five-files", "tiny-and-empty-files", "nine-files", "lopsided"],
+)
+@pytest.mark.parametrize("batch_size", [1, 4, 32])
+def test_drop_plans_have_equal_steps_and_no_filler(shard_sizes, batch_size):
+    total = sum(shard_sizes)
+    for size in [s for s in WORLD_SIZES if total // s >= batch_size]:
+        plans = [sharding.plan_rank(shard_sizes, size, rank, batch_size, "drop") for rank in range(size)]
+        assert {plan.steps_per_epoch for plan in plans} == {(total // size) // batch_size}
+        assert all(plan.padded_samples == 0 for plan in plans)
+        assert all(plan.trained_samples == plan.steps_per_epoch * batch_size for plan in plans)
+        # Shares differ by at most one sample, so a rank leaves out at most one batch's worth.
+        assert all(0 <= plan.dropped_samples <= batch_size for plan in plans), [p.dropped_samples for p in plans]
+        # The blocks still cover every sample exactly once; dropping happens per epoch, after the shuffle.
+        assert sum(plan.num_samples for plan in plans) == total
+
+
+def test_drop_refuses_a_batch_larger_than_a_share():
+    with pytest.raises(ValueError, match="less than one batch"):
+        sharding.plan_rank([10, 10], 4, 0, 8, "drop")
+
+
+def epoch_examples(data, plan, seed, epoch):
+    examples = input_pipeline.rank_examples(data, "train", plan, input_pipeline.epoch_seed(seed, epoch, plan.rank))
+    return list(examples.as_numpy_iterator())
+
+
+@pytest.mark.parametrize("world_size", [3, 7])
+def test_drop_feeds_only_real_samples_and_leaves_out_different_ones_each_epoch(data, world_size):
+    batch_size = 32
+    sizes = [shard.samples for shard in data.shards("train")]
+    left_out = collections.defaultdict(list)
+    for rank in range(world_size):
+        plan = sharding.plan_rank(sizes, world_size, rank, batch_size, "drop")
+        assert plan.dropped_samples > 0  # 1438 samples over 3 or 7 ranks do not fill whole batches
+        own = set(range(plan.first_sample, plan.first_sample + plan.num_samples))
+        for epoch in range(3):
+            examples = epoch_examples(data, plan, seed=3, epoch=epoch)
+            ids = [int(example["id"]) for example in examples]
+            assert len(ids) == plan.steps_per_epoch * batch_size
+            assert all(example["weight"] == 1.0 for example in examples)  # no weight-0 filler reaches a batch
+            assert len(set(ids)) == len(ids) and set(ids) <= own
+            left_out[rank].append(frozenset(own - set(ids)))
+    for rank, sets in left_out.items():
+        assert len(set(sets)) == 3, rank  # a different few every epoch

@@ -17,7 +17,9 @@ from .environment import JOB, launcher_exports, shm_size, worker_resources
 
 # What overlays/base/training/mpijob.yaml writes too; in a new job, the replacement below sets the real image.
 IMAGE_PLACEHOLDER = "trainer"
-LAUNCHER, WORKER, SHARED_MEMORY = "launcher", "worker", "dshm"
+LAUNCHER, WORKER, SHARED_MEMORY, FSX = "launcher", "worker", "dshm", "fsx"
+# The trainer's entry point of each kind of job (trainer/horovod_trainer/<module>.py).
+KIND_MODULES = {"train": "train", "benchmark": "synthetic_benchmark"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class JobSpec:
     gpus_per_worker: int
     image: str | None  # None: whatever image the environment's horovod-train job has
     trainer_flags: dict[str, str] = field(default_factory=dict)  # e.g. {"epochs": "30"}
+    kind: str = "train"  # a key of KIND_MODULES
+    switches: tuple[str, ...] = ()  # trainer switches, e.g. ("mixed-precision",)
 
 
 def _set_flag(args: list[str], flag: str, value: str) -> None:
@@ -76,12 +80,53 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
             container["image"] = spec.image or IMAGE_PLACEHOLDER
     launcher = _named(launcher_pod.get("containers", []), LAUNCHER, "launcher container")
     launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, launcher_exports(efa))
+    if spec.kind == "benchmark":
+        launcher["args"] = benchmark_args(spec)
+        for pod in (launcher_pod, worker_pod):
+            _without_data(pod)
+        return job
     args = launcher.setdefault("args", [])
     _set_flag(args, "checkpoint-dir", f"/fsx/checkpoints/{spec.name}")
     _set_flag(args, "log-dir", f"/fsx/logs/{spec.name}")
     for flag, value in spec.trainer_flags.items():
         _set_flag(args, flag, value)
+    for switch in spec.switches:
+        if f"--{switch}" not in args:
+            args.append(f"--{switch}")
     return job
+
+
+# The synthetic benchmark's defaults in a job: ResNet-50 at 64 images per GPU, the usual figure.
+BENCHMARK_DEFAULTS = {"model": "resnet50", "batch-size": "64"}
+
+
+def benchmark_args(spec: JobSpec) -> list[str]:
+    """`python -m horovod_trainer.synthetic_benchmark` with the job's settings; it reads no data."""
+    flags = {**BENCHMARK_DEFAULTS, **spec.trainer_flags}
+    return [
+        "python",
+        "-m",
+        f"horovod_trainer.{KIND_MODULES['benchmark']}",
+        *(f"--{flag}={value}" for flag, value in flags.items()),
+        *(f"--{switch}" for switch in spec.switches),
+    ]
+
+
+def _without_data(pod: dict) -> None:
+    """A benchmark needs neither the data set nor FSx: no prepare-data step, no FSx volume or mount,
+    so it can run as soon as the GPU nodes are up."""
+    pod.pop("initContainers", None)
+    volumes = [v for v in pod.get("volumes", []) if v.get("name") != FSX]
+    if volumes:
+        pod["volumes"] = volumes
+    else:
+        pod.pop("volumes", None)
+    for container in pod.get("containers", []):
+        mounts = [m for m in container.get("volumeMounts", []) if m.get("name") != FSX]
+        if mounts:
+            container["volumeMounts"] = mounts
+        else:
+            container.pop("volumeMounts", None)
 
 
 def image_replacement(job: dict) -> dict:
