@@ -82,11 +82,8 @@ def main(argv=None):
     if not os.path.isdir(data_dir):
         raise TrainerError(f"--data-dir {data_dir} is not a directory")
     if settings["skip_existing"]:
-        try:
-            existing = manifest_mod.load(data_dir)
-        except TrainerError:
-            existing = None
-        if existing is not None and existing.layout == "imagenet":
+        existing = manifest_mod.complete(data_dir, "imagenet")
+        if existing is not None:
             print(f"{data_dir} already has a manifest of {existing.num_samples('train')} train images; skipping")
             return 0
     shards = find_shards(data_dir)

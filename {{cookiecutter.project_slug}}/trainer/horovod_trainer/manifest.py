@@ -122,3 +122,12 @@ def load(data_dir) -> Manifest:
             if not os.path.isfile(shard.path):
                 raise TrainerError(f"shard {shard.path} listed in {path} is missing ({hint})")
     return manifest
+
+
+def complete(data_dir, layout) -> Manifest | None:
+    """The manifest of data_dir if it holds a complete data set of `layout`, else None."""
+    try:
+        existing = load(data_dir)
+    except TrainerError:
+        return None
+    return existing if existing.layout == layout else None

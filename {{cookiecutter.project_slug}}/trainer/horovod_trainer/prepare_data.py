@@ -141,14 +141,6 @@ def remove_stale_shards(out_dir, keep):
                     os.remove(path)
 
 
-def already_complete(out_dir, layout):
-    try:
-        existing = manifest_mod.load(out_dir)
-    except TrainerError:
-        return None
-    return existing if existing.layout == layout else None
-
-
 @report_errors(PROG)
 def main(argv=None):
     settings = resolve(OPTIONS, argv, prog=f"python -m horovod_trainer.{PROG}", description=__doc__.splitlines()[0])
@@ -158,7 +150,7 @@ def main(argv=None):
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise TrainerError(f"--out-dir {out_dir} exists and is not a directory")
     if settings["skip_existing"]:
-        existing = already_complete(out_dir, settings["format"])
+        existing = manifest_mod.complete(out_dir, settings["format"])
         if existing is not None:
             print(
                 f"{out_dir} already holds {existing.num_samples('train')} train and "

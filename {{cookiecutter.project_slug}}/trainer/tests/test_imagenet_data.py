@@ -54,6 +54,24 @@ def test_index_data_rebuilds_the_manifest_of_an_existing_directory(imagenet_dir,
         original = json.load(handle)
     for key in ("layout", "num_classes", "label_offset", "splits"):
         assert original[key] == written[key], key
+    before = (copy / manifest.MANIFEST_NAME).stat().st_mtime_ns
+    again = run_module("index_data", flags(data_dir=copy, skip_existing=True))
+    assert again.returncode == 0 and "skipping" in again.stdout
+    assert (copy / manifest.MANIFEST_NAME).stat().st_mtime_ns == before
+
+
+def test_skip_existing_replaces_data_of_the_other_layout(tmp_path):
+    out = tmp_path / "data"
+    assert run_module("prepare_data", flags(out_dir=out, shards=2)).returncode == 0
+    completed = run_module(
+        "prepare_data", flags(out_dir=out, format="imagenet", images=40, shards=2, skip_existing=True)
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "skipping" not in completed.stdout
+    assert manifest.load(str(out)).layout == "imagenet"
+    assert sorted(os.listdir(out)) == sorted(
+        [manifest.MANIFEST_NAME, *(manifest.shard_name(s, i, 2, "imagenet") for s in manifest.SPLITS for i in range(2))]
+    )
 
 
 def test_train_on_an_unindexed_imagenet_directory_points_at_index_data(imagenet_dir, tmp_path):
