@@ -360,3 +360,29 @@ def test_new_job_kind_flags_are_checked_by_the_module_that_runs(repo, args, mess
     line = refused(tool(repo, "new-job", "x", "--env", "dev", "--workers", "1", *args))
     assert line == message
     assert status(repo) == ""
+
+
+def test_new_job_on_imagenet_indexes_the_data_instead_of_writing_digits(repo, tmp_path):
+    args = ["resnet", "--env", "prod", "--workers", "2", "--data-format", "imagenet", "--model", "resnet50"]
+    result = tool(repo, "new-job", *args, "--data-dir", "/fsx/ilsvrc", "--mixed-precision")
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "prod") == []
+    launcher = rendered_mpijobs(repo, "prod", tmp_path / "rendered")["resnet"]["spec"]["mpiReplicaSpecs"]["Launcher"]
+    [init] = launcher["template"]["spec"]["initContainers"]
+    assert (init["name"], init["command"], init["args"]) == (
+        "index-data",
+        ["python", "-m", "horovod_trainer.index_data"],
+        ["--data-dir", "/fsx/ilsvrc", "--skip-existing"],
+    )
+    args = launcher["template"]["spec"]["containers"][0]["args"]
+    assert args.count("--data-dir=/fsx/ilsvrc") == 1 and "--model=resnet50" in args and "--mixed-precision" in args
+    assert (repo / "trainer/horovod_trainer/index_data.py").is_file()
+
+
+def test_new_job_data_format_is_for_training_jobs_only(repo):
+    args = ["x", "--env", "dev", "--workers", "1", "--kind", "benchmark", "--data-format", "imagenet"]
+    assert (
+        refused(tool(repo, "new-job", *args))
+        == "--data-format applies to --kind train only (a benchmark job reads no data)"
+    )
+    assert status(repo) == ""

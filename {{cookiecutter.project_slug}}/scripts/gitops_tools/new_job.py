@@ -2,7 +2,7 @@
 
     scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I] [--kind train|benchmark]
         [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N] ...
-        [--mixed-precision] [--xla]
+        [--mixed-precision] [--xla] [--data-format imagenet [--data-dir DIR]]
 
 `--kind train` (default) runs the trainer like horovod-train; `--kind benchmark` runs the synthetic
 benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
@@ -28,7 +28,7 @@ import yaml
 from . import answers, catalog, cli
 from .errors import InputError
 from .generate.files import write_all
-from .generate.job import KIND_MODULES, JobSpec, image_replacement, job_manifest, model_job
+from .generate.job import IMAGENET_DIR, KIND_MODULES, JobSpec, image_replacement, job_manifest, model_job
 from .generate.yaml_edit import append_new, edited
 from .kustomize import has_kustomization
 from .model import MPIJOB
@@ -70,6 +70,13 @@ def parse_args(argv):
         "(moves when newTag in overlays/base/training changes)",
     )
     parser.add_argument("--kind", choices=sorted(KIND_MODULES), default="train", help="default: train")
+    parser.add_argument(
+        "--data-format",
+        choices=("features", "imagenet"),
+        default="features",
+        help="train: imagenet reads ImageNet-layout TFRecords already on FSx (--data-dir, default "
+        f"{IMAGENET_DIR}), indexed by the init container; default: the bundled digits",
+    )
     for flag in TRAINER_FLAGS:
         kinds = [kind for kind, flags in KIND_FLAGS.items() if flag in flags]
         parser.add_argument(f"--{flag}", help=f"trainer --{flag} ({', '.join(kinds)})")
@@ -200,7 +207,9 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
     }
     switches = tuple(switch for switch in SWITCHES if getattr(args, switch.replace("-", "_")))
     check_trainer_flags(root, args.kind, flags, switches)
-    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags, args.kind, switches)
+    if args.data_format != "features" and args.kind != "train":
+        raise InputError(f"--data-format applies to --kind train only (a {args.kind} job reads no data)")
+    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags, args.kind, switches, args.data_format)
     return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled"))), place
 
 

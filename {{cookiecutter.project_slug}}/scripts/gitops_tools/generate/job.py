@@ -32,6 +32,7 @@ class JobSpec:
     trainer_flags: dict[str, str] = field(default_factory=dict)  # e.g. {"epochs": "30"}
     kind: str = "train"  # a key of KIND_MODULES
     switches: tuple[str, ...] = ()  # trainer switches, e.g. ("mixed-precision",)
+    data_format: str = "features"  # "imagenet": TFRecords already on FSx, indexed by the init container
 
 
 def _set_flag(args: list[str], flag: str, value: str) -> None:
@@ -86,6 +87,10 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
             _without_data(pod)
         return job
     args = launcher.setdefault("args", [])
+    if spec.data_format == "imagenet":
+        data_dir = spec.trainer_flags.get("data-dir", IMAGENET_DIR)
+        _set_flag(args, "data-dir", data_dir)
+        _index_instead_of_prepare(launcher_pod, data_dir)
     _set_flag(args, "checkpoint-dir", f"/fsx/checkpoints/{spec.name}")
     _set_flag(args, "log-dir", f"/fsx/logs/{spec.name}")
     for flag, value in spec.trainer_flags.items():
@@ -94,6 +99,20 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
         if f"--{switch}" not in args:
             args.append(f"--{switch}")
     return job
+
+
+# Where an ImageNet-layout job reads its data unless --data-dir says otherwise.
+IMAGENET_DIR = "/fsx/imagenet"
+PREPARE_DATA = "prepare-data"
+
+
+def _index_instead_of_prepare(pod: dict, data_dir: str) -> None:
+    """The init container indexes the ImageNet TFRecords already on FSx (trainer/README.md, "ResNet-50 on
+    ImageNet") instead of writing the bundled digits; `--skip-existing` makes restarts cheap."""
+    container = _named(pod.get("initContainers", []), PREPARE_DATA, "launcher init container")
+    container["name"] = "index-data"
+    container["command"] = ["python", "-m", "horovod_trainer.index_data"]
+    container["args"] = ["--data-dir", data_dir, "--skip-existing"]
 
 
 # The synthetic benchmark's defaults in a job: ResNet-50 at 64 images per GPU, the usual figure.
