@@ -353,8 +353,9 @@ def test_new_job_benchmark_runs_the_synthetic_benchmark_without_data(repo, tmp_p
         ),
         (["--kind", "benchmark", "--num-iters", "1"], "--num-iters must be at least 2 (got 1)"),
         (["--model", "resnet50", "--width", "9"], "--width must be between 0.01 and 4.0 (got 9.0)"),
+        (["--lr-schedule", "step"], "--lr-schedule step needs --lr-decay-epochs (e.g. 30,60,80)"),
     ],
-    ids=["train-only-flag", "benchmark-range", "train-range"],
+    ids=["train-only-flag", "benchmark-range", "train-range", "train-combination"],
 )
 def test_new_job_kind_flags_are_checked_by_the_module_that_runs(repo, args, message):
     line = refused(tool(repo, "new-job", "x", "--env", "dev", "--workers", "1", *args))

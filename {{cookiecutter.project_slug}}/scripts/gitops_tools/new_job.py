@@ -44,7 +44,10 @@ KIND_FLAGS = {
         "base-lr",
         "warmup-epochs",
         "lr-schedule",
+        "lr-decay-epochs",
         "optimizer",
+        "momentum",
+        "weight-decay",
         "model",
         "width",
         "image-size",
@@ -156,7 +159,11 @@ def check_trainer_flags(root: Path, kind: str, flags: dict[str, str], switches: 
         sys.path.remove(str(root / "trainer"))
     argv = [f"--{flag}={value}" for flag, value in flags.items()] + [f"--{switch}" for switch in switches]
     try:
-        resolve(options, argv, environ={})
+        values = resolve(options, argv, environ={})
+        if kind == "train":
+            from horovod_trainer.train import check_combinations
+
+            check_combinations(values)
     except TrainerError as error:
         raise InputError(str(error)) from None
 

@@ -55,10 +55,30 @@ def average_variables(variables):
         variable.assign(value)
 
 
+def loss_scale_variables(optimizer):
+    """The dynamic loss scale and its counter of a Keras 2.15 LossScaleOptimizer (else none).
+
+    `optimizer.variables` of a LossScaleOptimizer lists only the inner optimizer's variables
+    (keras/src/mixed_precision/loss_scale_optimizer.py, LossScaleOptimizerV3), so the scale that a
+    checkpoint restores on rank 0 must be broadcast on its own.
+    """
+    state = getattr(optimizer, "_loss_scale", None)
+    if state is None or not hasattr(state, "counter"):
+        return []
+    return [state.current_loss_scale, state.counter]
+
+
+def broadcast_loss_scale(optimizer):
+    variables = loss_scale_variables(optimizer)
+    if variables:
+        hvd_tf.broadcast_variables(variables, root_rank=0)
+
+
 def broadcast_training_state(model, optimizer):
-    """Make every rank start from rank 0's weights and optimizer slots (fresh or restored)."""
+    """Make every rank start from rank 0's weights, optimizer slots and loss scale (fresh or restored)."""
     hvd_tf.broadcast_variables(model.variables, root_rank=0)
     hvd_tf.broadcast_variables(optimizer.variables, root_rank=0)
+    broadcast_loss_scale(optimizer)
 
 
 def distributed_optimizer(optimizer, fp16_allreduce=False, backward_passes_per_step=1, gradient_predivide_factor=1.0):

@@ -55,6 +55,8 @@ def train_elastic(job):
 
     @hvd.elastic.run
     def loop(state):
+        # KerasState syncs weights and optimizer slots, not a LossScaleOptimizer's scale.
+        distributed.broadcast_loss_scale(job.optimizer)
         same_layout = state.world_size == distributed.size()
         position = Position(state.epoch, state.step if same_layout else 0)
         state.world_size = distributed.size()

@@ -88,8 +88,27 @@ def _decoder(manifest, decoding: Decoding, training: bool, seed):
     return decode
 
 
-def rank_examples(manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_buffer=10_000, decoding=Decoding()):
-    """This rank's samples for one epoch, unbatched and decoded: exactly steps_per_epoch * batch_size dicts.
+def _leave_out(examples, plan: RankPlan, seed):
+    """ "drop": leave out `plan.dropped_samples` samples chosen at random for this epoch's seed.
+
+    Taking the first samples after the window shuffle would always leave out the tail of the last
+    window (the windows keep their order), i.e. the same samples every epoch.
+    """
+    if not plan.dropped_samples:
+        return examples
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(plan.num_samples, dtype=tf.int64), seed=tf.stack([tf.cast(seed, tf.int64), -1])
+    )
+    kept = order[plan.dropped_samples :]
+    keep = tf.scatter_nd(kept[:, None], tf.ones_like(kept, tf.bool), [plan.num_samples])
+    return examples.enumerate().filter(lambda index, _: keep[index]).map(lambda _, example: example)
+
+
+def rank_examples(
+    manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_buffer=10_000, decoding=Decoding(), skip_samples=0
+):
+    """This rank's samples for one epoch, unbatched and decoded: steps_per_epoch * batch_size dicts, less
+    the first `skip_samples` (skipped before decoding; the crops of the rest do not change).
 
     A shuffle seed marks training data: shuffled, and JPEGs get the random training crop.
     """
@@ -97,12 +116,16 @@ def rank_examples(manifest, split, plan: RankPlan, shuffle_seed=None, shuffle_bu
     real = records.map(_with_weight(1.0))
     if shuffle_seed is not None:
         real = _window_shuffle(real, min(shuffle_buffer, plan.num_samples), shuffle_seed)
-    real = real.take(plan.trained_samples)  # "drop": the samples after the last full batch sit out this epoch
+        real = _leave_out(real, plan, shuffle_seed)
+    real = real.take(plan.trained_samples)
     filler = records.repeat().take(plan.padded_samples).map(_with_weight(0.0))
     training = shuffle_seed is not None
     decode = _decoder(manifest, decoding, training, shuffle_seed if training else 0)
     return (
-        real.concatenate(filler).enumerate().map(decode, num_parallel_calls=decoding.parallel_calls, deterministic=True)
+        real.concatenate(filler)
+        .enumerate()
+        .skip(skip_samples)
+        .map(decode, num_parallel_calls=decoding.parallel_calls, deterministic=True)
     )
 
 
@@ -127,11 +150,14 @@ def train_batches(
     """
 
     def one_epoch(epoch):
-        examples = rank_examples(manifest, "train", plan, epoch_seed(seed, epoch, plan.rank), shuffle_buffer, decoding)
+        # A resumed first epoch skips its trained samples before they are read into batches and decoded.
+        skip = tf.where(epoch == first_epoch, tf.constant(skip_steps * plan.batch_size, tf.int64), 0)
+        seed_of_epoch = epoch_seed(seed, epoch, plan.rank)
+        examples = rank_examples(manifest, "train", plan, seed_of_epoch, shuffle_buffer, decoding, skip)
         return _to_batches(examples, plan.batch_size)
 
     epochs = tf.data.Dataset.range(first_epoch, last_epoch)
-    return epochs.flat_map(one_epoch).skip(skip_steps).prefetch(AUTOTUNE)
+    return epochs.flat_map(one_epoch).prefetch(AUTOTUNE)
 
 
 def eval_batches(manifest, plan: RankPlan, decoding=Decoding()):

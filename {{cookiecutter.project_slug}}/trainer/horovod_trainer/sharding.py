@@ -19,8 +19,8 @@ the others). Two ways to get there, `LAST_BATCH`:
   trained on exactly once per epoch. Right for models without batch normalisation only: a weight-0
   sample adds nothing to the loss, but in training mode it still enters the batch's mean and
   variance, and the moving averages used at evaluation.
-* "drop": `steps = floor(floor(N/size) / batch)`; after its per-epoch shuffle, each rank trains on the
-  first `steps * batch` samples of its share and leaves the rest out of that epoch. No filler exists,
+* "drop": `steps = floor(floor(N/size) / batch)`; each epoch, each rank leaves out
+  `share - steps * batch` of its samples, chosen at random (input_pipeline._leave_out). No filler exists,
   so batch statistics see only real samples. A rank leaves out fewer than `batch + 1` samples per
   epoch, a different random few every epoch, so over a run every sample is used; this is what the
   reference ImageNet recipes do (a global batch of 8192 over 1.28M images leaves out under 0.7%).

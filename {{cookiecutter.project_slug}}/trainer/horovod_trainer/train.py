@@ -142,11 +142,26 @@ def load_config(argv=None, environ=None) -> TrainConfig:
         raise TrainerError("--data-dir (or TRAINER_DATA_DIR) is required")
     _check_output_dir("--checkpoint-dir", values["checkpoint_dir"])
     _check_output_dir("--log-dir", values["log_dir"])
+    check_combinations(values)
     values["last_batch"] = _last_batch(values["model"], values["last_batch"])
-    if values["lr_schedule"] == "step" and not values["lr_decay_epochs"]:
-        raise TrainerError("--lr-schedule step needs --lr-decay-epochs (e.g. 30,60,80)")
     data = manifest.load(values.pop("data_dir"))
     return TrainConfig(data=data, **values)
+
+
+def check_combinations(values):
+    """Settings that are fine alone but not together; raises TrainerError. (new-job runs this too.)"""
+    _last_batch(values["model"], values["last_batch"])
+    if values["lr_schedule"] == "step" and not values["lr_decay_epochs"]:
+        raise TrainerError("--lr-schedule step needs --lr-decay-epochs (e.g. 30,60,80)")
+    if values["backward_passes_per_step"] > 1:
+        # Between allreduces Horovod returns local gradients: a loss-scale check on them differs per
+        # rank, and an elastic reset loses its place in the accumulation cycle.
+        for switch in ("mixed_precision", "elastic"):
+            if values[switch]:
+                raise TrainerError(
+                    f"--backward-passes-per-step above 1 cannot be combined with --{switch.replace('_', '-')}: "
+                    "the ranks would fall out of step"
+                )
 
 
 def default_last_batch(model):

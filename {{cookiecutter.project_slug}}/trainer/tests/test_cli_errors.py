@@ -64,6 +64,16 @@ TRAIN_CASES = {
         {},
         ["--lr-decay-epochs", "increasing epochs", "60,30"],
     ),
+    "accumulation with mixed precision": (
+        ["--data-dir", "{data}", "--backward-passes-per-step", "2", "--mixed-precision"],
+        {},
+        ["--backward-passes-per-step", "--mixed-precision"],
+    ),
+    "accumulation with elastic": (
+        ["--data-dir", "{data}", "--backward-passes-per-step", "2", "--elastic"],
+        {},
+        ["--backward-passes-per-step", "--elastic"],
+    ),
     "unknown optimizer": (["--data-dir", "{data}", "--optimizer", "lamb"], {}, ["--optimizer", "adam, sgd"]),
     "shard missing": (["--data-dir", "{gap}"], {}, ["eval-00000-of-00005.tfrecord", "missing"]),
 }
