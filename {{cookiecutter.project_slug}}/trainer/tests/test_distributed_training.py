@@ -41,3 +41,13 @@ def test_environment_configures_and_flags_win(data_dir, data, tmp_path):
     stats = read_json(stats_file)
     assert (stats["epochs"], stats["batch_size"], stats["model"], stats["world_size"]) == (2, 64, "cnn", 1)
     assert stats["global_step"] == 2 * steps_per_epoch(data, 1, 64)
+
+
+def test_gradient_accumulation_keeps_the_ranks_in_step(data_dir, data, tmp_path):
+    stats_file = str(tmp_path / "stats.json")
+    args = flags(data_dir=data_dir, epochs=4, batch_size=32, backward_passes_per_step=2, stats_file=stats_file)
+    output = run_horovod(2, args)
+    stats = read_json(stats_file)
+    assert len(set(stats["weight_digests"])) == 1
+    assert stats["eval_accuracy"] > 0.8
+    assert "lr 0.001 -> 0.004" in output  # the peak scales with world size x backward passes
