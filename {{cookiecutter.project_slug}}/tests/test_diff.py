@@ -42,12 +42,9 @@ def notice_titles(env: dict, resource: str) -> dict[str, str]:
     return {n["title"]: n["severity"] for n in env["notices"] if n["resource"] == resource}
 
 
-def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path):
-    # A user mid-work: one change staged, one not. diff must not disturb either.
-    repo.path("overlays/dev/training/notes.txt").write_text("unstaged\n")
-    repo.path("clusters/dev/notes.txt").write_text("staged\n")
-    repo.git("add", "clusters/dev/notes.txt")
-    state = [
+def checkout_state(repo: GitRepo) -> list[str]:
+    """What a user's checkout is: index, working tree status, HEAD, branches and worktrees."""
+    return [
         repo.git(*args)
         for args in (
             ("status", "--porcelain=v2"),
@@ -57,6 +54,14 @@ def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path)
             ("worktree", "list"),
         )
     ]
+
+
+def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path):
+    # A user mid-work: one change staged, one not. diff must not disturb either.
+    repo.path("overlays/dev/training/notes.txt").write_text("unstaged\n")
+    repo.path("clusters/dev/notes.txt").write_text("staged\n")
+    repo.git("add", "clusters/dev/notes.txt")
+    state = checkout_state(repo)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
 
@@ -64,16 +69,7 @@ def test_no_change_reports_nothing_and_leaves_the_checkout_alone(repo, tmp_path)
 
     assert (result.code, result.err) == (0, "")
     assert "No changes in the rendered manifests." in result.out
-    assert [
-        repo.git(*args)
-        for args in (
-            ("status", "--porcelain=v2"),
-            ("ls-files", "--stage"),
-            ("rev-parse", "HEAD"),
-            ("branch", "--list"),
-            ("worktree", "list"),
-        )
-    ] == state
+    assert checkout_state(repo) == state
     assert list(scratch.iterdir()) == [], "the temporary worktree was not removed"
 
 
