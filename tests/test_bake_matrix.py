@@ -13,9 +13,10 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import TEMPLATE
-from gitops_tools import catalog
+from gitops_tools import catalog, eks
 
 MATRIX = {
     "default": {},
@@ -153,12 +154,22 @@ def test_efa_where_chosen(case, env):
     if on:
         assert resources["limits"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
         assert resources["requests"]["vpc.amazonaws.com/efa"] == instance.efa_interfaces
-        assert "aws-efa-k8s-device-plugin-daemonset" in daemonsets
-        assert "FI_EFA_USE_HUGE_PAGE=0" in args[: args.index("python")]
+        assert "aws-efa-k8s-device-plugin" in daemonsets
+        for export in ("FI_EFA_USE_HUGE_PAGE=0", "FI_PROVIDER=efa", "NCCL_NET=Libfabric"):
+            assert export in args[: args.index("python")], export
+        # eksctl's own DaemonSet (v0.230.0 pkg/addons/assets/efa-device-plugin.yaml), so Flux takes it over,
+        # with the image from Amazon EKS's registry in the environment's region.
+        [plugin] = [d for d in bake.objects(env, "DaemonSet") if d["metadata"]["name"] == "aws-efa-k8s-device-plugin"]
+        assert plugin["metadata"]["namespace"] == "kube-system"
+        assert plugin["spec"]["selector"] == {"matchLabels": {"name": "aws-efa-k8s-device-plugin"}}
+        image = plugin["spec"]["template"]["spec"]["containers"][0]["image"]
+        region = answer(options, "aws_region")
+        assert image == f"{eks.eks_image_registry(region)}/eks/aws-efa-k8s-device-plugin:v0.5.20"
+        assert f".dkr.ecr.{region}.amazonaws.com/" in image
     else:
         assert "vpc.amazonaws.com/efa" not in resources["limits"]
-        assert "aws-efa-k8s-device-plugin-daemonset" not in daemonsets
-        assert "FI_EFA_USE_HUGE_PAGE=0" not in args
+        assert "aws-efa-k8s-device-plugin" not in daemonsets
+        assert not {"FI_EFA_USE_HUGE_PAGE=0", "FI_PROVIDER=efa", "NCCL_NET=Libfabric"} & set(args)
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -187,7 +198,8 @@ def test_fsx_storage(case, env):
     claim = bake.one(env, "PersistentVolumeClaim")
     params = storage_class["parameters"]
     assert storage_class["provisioner"] == "fsx.csi.aws.com"
-    assert "REPLACE-ME" in params["subnetId"] and "REPLACE-ME" in params["securityGroupIds"]
+    # Per-cluster values Flux substitutes from the cluster-settings ConfigMap (test_day_one_parts).
+    assert (params["subnetId"], params["securityGroupIds"]) == ("${FSX_SUBNET_ID}", "${FSX_SECURITY_GROUP_ID}")
     assert all(isinstance(v, str) for v in params.values())
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
     assert claim["spec"]["storageClassName"] == storage_class["metadata"]["name"]
@@ -216,7 +228,8 @@ def test_flux_applies_infrastructure_then_training(case, env):
     assert infra["path"] == f"./overlays/{env}/infrastructure"
     kinds = {m.kind for m in kustomizations["infrastructure"].objects}
     assert {"HelmRelease", "HelmRepository", "GitRepository", "Kustomization", "StorageClass"} <= kinds
-    assert {m.kind for m in kustomizations["training"].objects} == {"Namespace", "PersistentVolumeClaim", "MPIJob"}
+    training_kinds = {m.kind for m in kustomizations["training"].objects}
+    assert training_kinds == {"Namespace", "PersistentVolumeClaim", "MPIJob", "Deployment", "Service"}
     names = {m.name for m in kustomizations["infrastructure"].objects}
     assert {"aws-fsx-csi-driver", "mpi-operator"} <= names
 
@@ -291,6 +304,36 @@ def test_only_the_environment_that_imports_from_s3_may_list_the_bucket(bake_fact
     assert policies["prod"]["Statement"] == [
         {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": ["arn:aws:s3:::other-bucket"]}
     ]
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_day_one_parts(case, env):
+    """The launcher waits for its workers, Flux fills in the per-cluster values, TensorBoard reads the
+    logs read-only, and the cluster sends GPU and EFA metrics to CloudWatch with Pod Identity."""
+    bake, _ = case
+    assert bake.one(env, "MPIJob")["spec"]["launcherCreationPolicy"] == "WaitForWorkersReady"
+    entry = yaml.safe_load((bake.path / "clusters" / env / "infrastructure.yaml").read_text())
+    assert entry["spec"]["postBuild"] == {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-settings"}]}
+    [storage_class] = bake.objects(env, "StorageClass")
+    assert storage_class["parameters"]["subnetId"] == "${FSX_SUBNET_ID}"
+    assert storage_class["parameters"]["securityGroupIds"] == "${FSX_SECURITY_GROUP_ID}"
+    assert "REPLACE-ME" not in (bake.path / "overlays" / env / "settings.yaml").read_text()
+    [tensorboard] = [d for d in bake.objects(env, "Deployment") if d["metadata"]["name"] == "tensorboard"]
+    pod = tensorboard["spec"]["template"]["spec"]
+    assert pod["volumes"][0]["persistentVolumeClaim"] == {"claimName": "fsx-training", "readOnly": True}
+    assert pod["containers"][0]["volumeMounts"][0] == {"name": "fsx", "mountPath": "/fsx", "readOnly": True}
+    assert (
+        pod["containers"][0]["image"]
+        == bake.one(env, "MPIJob")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+    )
+    addons = {a["name"]: a for a in bake.cluster_config(env)["addons"]}
+    assert addons["amazon-cloudwatch-observability"]["podIdentityAssociations"] == [
+        {
+            "serviceAccountName": "cloudwatch-agent",
+            "permissionPolicyARNs": ["arn:aws:iam::aws:policy/CloudWatchAgentServerPolicy"],
+        }
+    ]
+    assert "eks-pod-identity-agent" in addons
 
 
 def test_environment_settings_are_never_rendered(case):

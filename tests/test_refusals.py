@@ -19,6 +19,9 @@ BAD_ANSWERS = {
     "unknown-instance-type": ({"gpu_instance_type": "p9.huge"}, "gpu_instance_type"),
     "non-gpu-instance-type": ({"gpu_instance_type": "m5.xlarge"}, "gpu_instance_type"),
     "efa-on-type-without-efa": ({"gpu_instance_type": "g5.xlarge", "efa": "on"}, "efa"),
+    # The trainer image (TensorFlow 2.15 on CUDA 12.2) cannot drive Blackwell GPUs.
+    "blackwell-b200": ({"gpu_instance_type": "p6-b200.48xlarge"}, "gpu_instance_type"),
+    "blackwell-b300": ({"gpu_instance_type": "p6-b300.48xlarge"}, "gpu_instance_type"),
     "efa-nonsense": ({"efa": "maybe"}, "efa"),
     # efa takes auto, on or off only, nothing a boolean parser would read as one of them
     "efa-yes": ({"efa": "yes"}, "efa"),
@@ -39,6 +42,11 @@ BAD_ANSWERS = {
     "kubernetes-version-unsupported": ({"kubernetes_version": "1.29"}, "kubernetes_version"),
     "image-repository-with-tag": (
         {"trainer_image_repository": "ghcr.io/org/trainer:latest"},
+        "trainer_image_repository",
+    ),
+    # The image workflow pushes to GHCR (workflow token) or ECR (OIDC role) only, never with static keys.
+    "image-repository-on-docker-hub": (
+        {"trainer_image_repository": "docker.io/org/trainer"},
         "trainer_image_repository",
     ),
     "git-url-not-a-url": ({"git_repository_url": "github.com/org/repo"}, "git_repository_url"),

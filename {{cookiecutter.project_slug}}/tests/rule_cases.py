@@ -255,7 +255,7 @@ def np_left_out(world):
     world.remove_launcher_option("-np")
 
 
-@case("launcher-command-malformed", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.14"))
+@case("launcher-command-malformed", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.18"))
 def export_without_its_variable(world):
     world.launcher_command.remove("FI_EFA_USE_HUGE_PAGE=0")  # the last -x now takes "python" as a variable
 
@@ -315,6 +315,22 @@ def horovodrun_in_a_shell_script(world):
     launcher = world.container("Launcher")
     launcher["command"] = ["/bin/sh", "-c"]
     launcher["args"] = ["horovodrun -np 16 -H localhost:16 python -u -m horovod_trainer.train --epochs=1"]
+
+
+@case("launcher-not-waiting-for-workers", FAIL, (JOB, "spec"))
+def launcher_policy_left_out(world):
+    del world.mpijob["spec"]["launcherCreationPolicy"]
+
+
+@case("launcher-not-waiting-for-workers", FAIL, (JOB, "spec.launcherCreationPolicy"))
+def launcher_at_startup(world):
+    world.mpijob["spec"]["launcherCreationPolicy"] = "AtStartup"
+
+
+@case("launcher-not-waiting-for-workers", PASS)
+def launcher_alone_needs_no_wait(world):
+    del world.mpijob["spec"]["launcherCreationPolicy"]
+    del world.mpijob["spec"]["mpiReplicaSpecs"]["Worker"]
 
 
 @case("mpijob-name-invalid", FAIL, ("MPIJob/training/" + "h" * 55, "metadata.name"))
@@ -545,13 +561,45 @@ def thirty_two_efa_on_p5(world):
 
 @case("efa-device-plugin-missing", FAIL, (JOB, f"{WORKER}.containers.0.resources"))
 def no_efa_plugin(world):
-    world.remove("DaemonSet", "aws-efa-k8s-device-plugin-daemonset")
+    world.remove("DaemonSet", "aws-efa-k8s-device-plugin")
 
 
 @case("efa-device-plugin-missing", PASS)
 def efa_plugin_from_helm(world):
-    world.remove("DaemonSet", "aws-efa-k8s-device-plugin-daemonset")
+    world.remove("DaemonSet", "aws-efa-k8s-device-plugin")
     world.add("infrastructure", _helm_release("efa", "aws-efa-k8s-device-plugin"), _helm_repository("efa"))
+
+
+@case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.0"))
+def efa_job_without_the_net_pin(world):
+    at = world.launcher_command.index("NCCL_NET=Libfabric")
+    del world.launcher_command[at - 1 : at + 1]
+
+
+@case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
+def efa_job_in_a_shell_script_with_the_wrong_provider(world):
+    launcher = world.container("Launcher")
+    launcher["command"] = ["/bin/sh", "-c"]
+    launcher["args"] = ["mpirun -np 16 -x FI_PROVIDER=tcp -x NCCL_NET=Libfabric python -m horovod_trainer.train"]
+
+
+@case("efa-environment-missing", PASS)
+def efa_environment_from_the_launcher_env(world):
+    command = world.launcher_command
+    command[command.index("FI_PROVIDER=efa")] = "FI_PROVIDER"
+    command[command.index("NCCL_NET=Libfabric")] = "NCCL_NET"
+    world.container("Launcher")["env"] += [
+        {"name": "FI_PROVIDER", "value": "efa"},
+        {"name": "NCCL_NET", "value": "Libfabric"},
+    ]
+
+
+@case("efa-environment-missing", PASS)
+def job_without_efa_needs_no_efa_environment(world):
+    for section in ("requests", "limits"):
+        del world.worker_resources[section]["vpc.amazonaws.com/efa"]
+    at = world.launcher_command.index("FI_PROVIDER=efa")
+    del world.launcher_command[at - 1 : at + 1]
 
 
 @case("efa-node-group-not-single-az", FAIL, (CLUSTER, "managedNodeGroups.1.availabilityZones"))
@@ -1008,6 +1056,52 @@ def single_pod_job_runs_horovodrun(world):
 @case("hpa-on-gpu", FAIL, ("HorizontalPodAutoscaler/training/scale", "spec.metrics.0"))
 def hpa_on_gpus(world):
     world.add("training", _hpa("autoscaling/v2", "nvidia.com/gpu"))
+
+
+@case("flux-variable-unset", FAIL, (FSX_CLASS, "parameters.subnetId"))
+def variable_the_cluster_settings_do_not_hold(world):
+    world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+
+
+@case("flux-variable-unset", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
+def shell_variable_flux_would_empty(world):
+    world.kustomization("training")["spec"]["postBuild"] = {"substitute": {"CLUSTER": "prod"}}
+    launcher = world.container("Launcher")
+    launcher["command"] = ["/bin/sh", "-c"]
+    launcher["args"] = ["cd ${HOME} && mpirun -np 16 python -m horovod_trainer.train --run=${CLUSTER}"]
+
+
+@case("flux-variable-unset", PASS)
+def shell_variables_escaped_defaulted_or_disabled(world):
+    world.kustomization("training")["spec"]["postBuild"] = {"substitute": {"CLUSTER": "prod"}}
+    launcher = world.container("Launcher")
+    launcher["command"] = ["/bin/sh", "-c"]
+    launcher["args"] = ["cd $${HOME} ${TMPDIR:=/tmp} && mpirun -np 16 python -m horovod_trainer.train --run=${CLUSTER}"]
+    world.storage_class["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
+    world.storage_class["parameters"]["subnetId"] = "${SUBNET_OF_ANOTHER_TOOL}"
+
+
+@case("flux-variable-unset", PASS)
+def variable_from_a_config_map_in_the_repository(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substituteFrom"].append(
+        {"kind": "ConfigMap", "name": "fsx-values"}
+    )
+    world.add(
+        "infrastructure",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "fsx-values", "namespace": "flux-system"},
+            "data": {"FSX_SUBNET": "subnet-0a1b2c3d4e5f60718"},
+        },
+    )
+    world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+
+
+@case("flux-variable-unset", PASS)
+def no_post_build_substitutes_nothing(world):
+    del world.kustomization("infrastructure")["spec"]["postBuild"]
+    world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
 
 
 @case("hpa-on-gpu", PASS)

@@ -20,6 +20,7 @@ from gitops_tools.diff import sides  # noqa: E402
 from gitops_tools.render import render_repository  # noqa: E402
 
 MPIJOB = "MPIJob training/horovod-train"
+TENSORBOARD = "Deployment training/tensorboard"
 PVC = "PersistentVolumeClaim training/fsx-training"
 
 
@@ -132,7 +133,7 @@ def test_scaling_workers_in_markdown_puts_the_summary_first(repo):
     assert "<b>dev</b>" not in body
 
 
-def test_changing_the_image_changes_each_mpijob_and_nothing_else(repo):
+def test_changing_the_image_changes_each_workload_of_the_image_and_nothing_else(repo):
     kustomization = repo.read_yaml("overlays/base/training/kustomization.yaml")
     [image] = [i for i in kustomization["images"] if i["name"] == "trainer"]
     old_tag = str(image["newTag"])
@@ -144,14 +145,16 @@ def test_changing_the_image_changes_each_mpijob_and_nothing_else(repo):
 
     for name, env in environments(result).items():
         assert env["status"] == "changed", name
-        assert list(objects(env)) == [MPIJOB], name
-        diff = objects(env)[MPIJOB]["diff"]
-        assert f":{old_tag}" in diff and ":9.9.9-test" in diff
-        assert all(
-            line.startswith(("-", "+")) is ("image:" in line)
-            for line in diff.splitlines()
-            if not line.startswith("@@") and line.strip()
-        ), diff
+        # The MPIJob, and TensorBoard, which runs the same image.
+        assert sorted(objects(env)) == sorted([MPIJOB, TENSORBOARD]), name
+        for resource in (MPIJOB, TENSORBOARD):
+            diff = objects(env)[resource]["diff"]
+            assert f":{old_tag}" in diff and ":9.9.9-test" in diff
+            assert all(
+                line.startswith(("-", "+")) is ("image:" in line)
+                for line in diff.splitlines()
+                if not line.startswith("@@") and line.strip()
+            ), diff
 
 
 def test_head_ref_ignores_the_working_tree(repo):

@@ -114,7 +114,7 @@ def test_new_environment_validates_clean_and_diff_shows_only_it(repo):
     assert {
         "MPIJob/training/horovod-train",
         "StorageClass/fsx-lustre",
-        "DaemonSet/kube-system/aws-efa-k8s-device-plugin-daemonset",
+        "DaemonSet/kube-system/aws-efa-k8s-device-plugin",
     } <= resources
 
 
@@ -272,7 +272,20 @@ def test_new_job_keeps_the_preamble_and_indentation_byte_for_byte(repo):
     result = tool(repo, "new-job", "bert", "--env", "prod", "--workers", "1", "--image", "ghcr.io/org/bert:1.0")
     assert result.returncode == 0, result.stderr
     listed = "- ../settings.yaml\n- mpijob-bert.yaml\n"
-    assert kustomization.read_text() == PREAMBLE_AND_ZERO_INDENT.replace("- ../settings.yaml\n", listed)
+    # A pinned image needs no image replacement; the NCCL log level still follows the settings.
+    log_level = """replacements:
+- source:
+    kind: EnvironmentSettings
+    fieldPath: training.ncclDebug
+  targets:
+  - select:
+      kind: MPIJob
+      name: bert
+    fieldPaths:
+    - spec.mpiReplicaSpecs.Launcher.template.spec.containers.[name=launcher].env.[name=NCCL_DEBUG].value
+"""
+    expected = PREAMBLE_AND_ZERO_INDENT.replace("- ../settings.yaml\n", listed) + log_level
+    assert kustomization.read_text() == expected
 
 
 def test_new_job_follows_the_release_image_unless_given_one(repo, tmp_path):
@@ -387,3 +400,71 @@ def test_new_job_data_format_is_for_training_jobs_only(repo):
         == "--data-format applies to --kind train only (a benchmark job reads no data)"
     )
     assert status(repo) == ""
+
+
+def test_new_job_nccl_tests_runs_all_reduce_on_every_gpu_node_over_efa(repo, tmp_path):
+    result = tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests")
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "prod") == []
+    jobs = rendered_mpijobs(repo, "prod", tmp_path / "rendered")
+    job = jobs["fabric"]
+    workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    [container] = launcher["containers"]
+    # Every GPU node of prod (the gpu group's maxSize, 2 in this bake), every GPU, every EFA interface.
+    assert workers["replicas"] == 2 and job["spec"]["slotsPerWorker"] == 8
+    assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 4
+    assert container["args"][0] == "/opt/nccl-tests/build/all_reduce_perf"
+    command = container["command"]
+    assert command[command.index("-np") + 1] == "16"
+    exported = [command[i + 1] for i, word in enumerate(command) if word == "-x"]
+    assert {"FI_PROVIDER=efa", "NCCL_NET=Libfabric", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"} <= set(exported)
+    assert {e["name"]: e["value"] for e in container["env"]} == {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+    assert "initContainers" not in launcher and "volumes" not in launcher
+    # The same image as horovod-train, which holds nccl-tests (trainer/Dockerfile).
+    assert (
+        container["image"]
+        == jobs["horovod-train"]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+    )
+
+
+def test_new_job_nccl_tests_takes_no_trainer_flags(repo):
+    line = refused(tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests", "--mixed-precision"))
+    assert line == "--mixed-precision does not apply to --kind nccl-tests (it takes no trainer flags)"
+    line = refused(tool(repo, "new-job", "x", "--env", "prod"))
+    assert line == "--workers is required for --kind train"
+    assert status(repo) == ""
+
+
+def test_a_new_job_follows_the_environments_nccl_log_level(repo, tmp_path):
+    assert tool(repo, "new-job", "second", "--env", "prod", "--workers", "1").returncode == 0
+    settings = repo / "overlays/prod/settings.yaml"
+    settings.write_text(settings.read_text().replace("ncclDebug: WARN", "ncclDebug: INFO"))
+    jobs = rendered_mpijobs(repo, "prod", tmp_path / "rendered")
+    for name in ("horovod-train", "second"):
+        [container] = jobs[name]["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+        assert container["env"] == [{"name": "NCCL_DEBUG", "value": "INFO"}], name
+
+
+def test_new_environment_refuses_blackwell_types_the_image_cannot_drive(repo):
+    line = refused(tool(repo, "new-environment", "b200", "--instance-type", "p6-b200.48xlarge", "--nodes", "1"))
+    assert line == (
+        "gpu_instance_type: 'p6-b200.48xlarge' has B200 (Blackwell) GPUs, which need CUDA 12.8 or later; the trainer "
+        "image is TensorFlow 2.15 on CUDA 12.2; choose a Hopper or older type such as p5.48xlarge, p5en.48xlarge "
+        "or p4d.24xlarge"
+    )
+    assert status(repo) == ""
+
+
+def test_new_environment_takes_the_efa_plugin_from_its_regions_registry(repo, tmp_path):
+    # ap-east-1 is one of the regions whose Amazon EKS images live in an account of their own.
+    args = ("hk", "--instance-type", "p4d.24xlarge", "--nodes", "1", "--region", "ap-east-1")
+    result = tool(repo, "new-environment", *args)
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "hk") == []
+    out = tmp_path / "rendered"
+    assert tool(repo, "render", "--env", "hk", "--out", str(out)).returncode == 0
+    objects = list(yaml.safe_load_all((out / "hk" / "infrastructure.yaml").read_text()))
+    [plugin] = [o for o in objects if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "aws-efa-k8s-device-plugin"]
+    [container] = plugin["spec"]["template"]["spec"]["containers"]
+    assert container["image"].startswith("800184023465.dkr.ecr.ap-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:")

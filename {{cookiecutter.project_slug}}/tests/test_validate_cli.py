@@ -180,6 +180,7 @@ metadata:
   annotations:
     validate.gitops/ignore-image-tag-latest: "smoke test of the newest build"
 spec:
+  launcherCreationPolicy: WaitForWorkersReady
   mpiReplicaSpecs:
     Launcher:
       replicas: 1

@@ -16,6 +16,7 @@ VERBS = {
     "diff": "gitops_tools.diff.__main__",
     "new-environment": "gitops_tools.new_environment",
     "new-job": "gitops_tools.new_job",
+    "cluster-settings": "gitops_tools.cluster_settings",
 }
 
 

@@ -13,6 +13,14 @@ from . import catalog, eks, fsx
 _DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]*$")
 _IMAGE_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$")
+# The registries the image workflow can push to without static keys (.github/workflows/image.yaml):
+# GHCR with the workflow's token, ECR through an IAM role assumed with GitHub's OIDC token.
+_REPOSITORY_PATH = r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+_GHCR = re.compile(rf"ghcr\.io/{_REPOSITORY_PATH}/{_REPOSITORY_PATH}")
+_ECR = re.compile(
+    rf"[0-9]{{12}}\.dkr\.ecr\.(?P<region>[a-z]{{2}}(?:-[a-z]+)+-[0-9])\.amazonaws\.com/{_REPOSITORY_PATH}"
+)
+PUSHABLE_REPOSITORIES = "ghcr.io/<owner>/<name> or <account>.dkr.ecr.<region>.amazonaws.com/<name> (lowercase, no tag)"
 _IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _GIT_URL = re.compile(r"^(https://|ssh://)[^\s]+$")
 _GIT_BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])$")
@@ -107,6 +115,14 @@ def check_gpu_instance_type(name: str, question: str = "gpu_instance_type") -> s
         )
     if known.gpus == 0:
         return _bad(question, name, "has no GPU", "choose a GPU type such as g5.xlarge or p4d.24xlarge")
+    if not known.trainer_image_supported:
+        return _bad(
+            question,
+            name,
+            f"has {known.gpu_model} (Blackwell) GPUs, which need CUDA 12.8 or later; the trainer image is "
+            "TensorFlow 2.15 on CUDA 12.2",
+            "choose a Hopper or older type such as p5.48xlarge, p5en.48xlarge or p4d.24xlarge",
+        )
     return None
 
 
@@ -170,6 +186,14 @@ def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> st
     return None
 
 
+def image_registry(repository: str) -> tuple[str, str] | None:
+    """("ghcr", "") or ("ecr", region) for a repository the image workflow can push to, else None."""
+    if _GHCR.fullmatch(repository):
+        return "ghcr", ""
+    ecr = _ECR.fullmatch(repository)
+    return ("ecr", ecr["region"]) if ecr else None
+
+
 def check_image_repository(repository: str) -> str | None:
     if not _IMAGE_REPOSITORY.match(repository):
         return _bad(
@@ -177,6 +201,13 @@ def check_image_repository(repository: str) -> str | None:
             repository,
             "is not an image repository",
             "use registry/path without a tag, e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/trainer",
+        )
+    if image_registry(repository) is None:
+        return _bad(
+            "trainer_image_repository",
+            repository,
+            "is not a registry the image workflow can push to without static keys",
+            f"use {PUSHABLE_REPOSITORIES}",
         )
     return None
 

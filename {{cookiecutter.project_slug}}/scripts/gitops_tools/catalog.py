@@ -29,6 +29,18 @@ class InstanceType:
     def family(self) -> str:
         return self.name.split(".", 1)[0]
 
+    @property
+    def trainer_image_supported(self) -> bool:
+        return self.gpu_model not in BLACKWELL_GPUS
+
+
+# GPUs the trainer image cannot drive. Blackwell needs CUDA 12.8 (B200, sm_100) or 12.9 (B300,
+# sm_103) and cuDNN 9; the image stays on TensorFlow 2.15 (Keras 2, which Horovod 0.28.1 needs),
+# built on CUDA 12.2 and cuDNN 8.9 (tensorflow.org, tested build configurations). Its wheel holds
+# code for sm_50 to sm_80 and compute_80 PTX only, and CUDA 12.2 cannot build the image's NCCL and
+# Horovod kernels for sm_100. See trainer/Dockerfile.
+BLACKWELL_GPUS = ("B200", "B300")
+
 
 _GPU_TYPES = (
     InstanceType(

@@ -52,6 +52,34 @@ REGIONS = (
     "af-south-1",
 )
 
+# Amazon EKS publishes its images (the EFA device plugin among them) from one account in most regions
+# and from its own account in the others: eksctl v0.230.0, EKSResourceAccountID and the
+# eksResourceAccount* constants in pkg/apis/eksctl.io/v1alpha5/types.go.
+_EKS_IMAGE_ACCOUNT = "602401143452"
+_EKS_IMAGE_ACCOUNTS = {
+    "ap-east-1": "800184023465",
+    "ca-west-1": "761377655185",
+    "me-central-1": "759879836304",
+    "me-south-1": "558608220178",
+    "af-south-1": "877085696533",
+    "eu-south-1": "590381155156",
+    "eu-south-2": "455263428931",
+    "eu-central-2": "900612956339",
+    "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-5": "151610086707",
+    "ap-southeast-7": "121268973566",
+    "il-central-1": "066635153087",
+    "mx-central-1": "730335286997",
+}
+
+
+def eks_image_registry(region: str) -> str:
+    """The registry of Amazon EKS's own images in `region`, e.g. 602401143452.dkr.ecr.us-west-2.amazonaws.com."""
+    return f"{_EKS_IMAGE_ACCOUNTS.get(region, _EKS_IMAGE_ACCOUNT)}.dkr.ecr.{region}.amazonaws.com"
+
+
 # An AZ name is its region followed by one zone letter (us-west-2a). Which letters exist
 # differs per account, so the letter itself is only checked for shape.
 _AZ_SUFFIX = re.compile(r"^[a-z]$")

@@ -1,13 +1,15 @@
 """Add a training job (an MPIJob) to an environment.
 
-    scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I] [--kind train|benchmark]
+    scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I] [--kind train|benchmark|nccl-tests]
         [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N] ...
         [--mixed-precision] [--xla] [--data-format imagenet [--data-dir DIR]]
 
 `--kind train` (default) runs the trainer like horovod-train; `--kind benchmark` runs the synthetic
 benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
-mounts no FSx. Defaults come from the environment: its GPU type (whole-node workers), the image and trainer
-settings of its horovod-train job. Without --image the job follows horovod-train's image (a
+mounts no FSx; `--kind nccl-tests` runs NCCL's all_reduce_perf across the GPU nodes (by default all of
+them) to measure the fabric's bus bandwidth before a long job (README, "Acceptance test"). Defaults
+come from the environment: its GPU type (whole-node workers), the image and trainer settings of its
+horovod-train job. Without --image the job follows horovod-train's image (a
 `replacements` entry in the environment's training kustomization), so bumping newTag in
 overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
 table. The new job is checked by the validator in a temporary copy first; a request that adds an
@@ -28,7 +30,16 @@ import yaml
 from . import answers, catalog, cli
 from .errors import InputError
 from .generate.files import write_all
-from .generate.job import IMAGENET_DIR, KIND_MODULES, JobSpec, image_replacement, job_manifest, model_job
+from .generate.job import (
+    IMAGENET_DIR,
+    KIND_MODULES,
+    KINDS,
+    JobSpec,
+    image_replacement,
+    job_manifest,
+    model_job,
+    nccl_debug_replacement,
+)
 from .generate.yaml_edit import append_new, edited
 from .kustomize import has_kustomization
 from .model import MPIJOB
@@ -54,6 +65,7 @@ KIND_FLAGS = {
         "seed",
     ),
     "benchmark": ("batch-size", "model", "width", "image-size", "num-iters"),
+    "nccl-tests": (),
 }
 TRAINER_FLAGS = tuple(dict.fromkeys(flag for flags in KIND_FLAGS.values() for flag in flags))
 SWITCHES = ("mixed-precision", "xla")
@@ -65,14 +77,14 @@ def parse_args(argv):
     parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
     parser.add_argument("name", help="job name (DNS-1035 label)")
     parser.add_argument("--env", required=True)
-    parser.add_argument("--workers", required=True, help="MPI workers (pods)")
+    parser.add_argument("--workers", help="MPI workers (pods); nccl-tests: default all GPU nodes (the group's maxSize)")
     parser.add_argument("--gpus-per-worker", help="default: all GPUs of the environment's instance type")
     parser.add_argument(
         "--image",
         help="default: follow the image of the environment's horovod-train job "
         "(moves when newTag in overlays/base/training changes)",
     )
-    parser.add_argument("--kind", choices=sorted(KIND_MODULES), default="train", help="default: train")
+    parser.add_argument("--kind", choices=sorted(KINDS), default="train", help="default: train")
     parser.add_argument(
         "--data-format",
         choices=("features", "imagenet"),
@@ -110,6 +122,9 @@ def list_job(root: Path, place: Place, job: dict, spec: JobSpec) -> str:
         append_new(data.setdefault("resources", []), Path(place.job_file).name)
         if spec.image is None:
             append_new(data.setdefault("replacements", []), image_replacement(job))
+        log_level = nccl_debug_replacement(job)
+        if log_level:
+            append_new(data.setdefault("replacements", []), log_level)
 
     return edited(root / place.kustomization, change)
 
@@ -119,7 +134,10 @@ def write_job(root: Path, place: Place, job: dict, spec: JobSpec, text: str) -> 
 
 
 def job_text(job: dict, spec: JobSpec) -> str:
-    what = "the synthetic benchmark (trainer/README.md, Benchmark), " if spec.kind == "benchmark" else ""
+    what = {
+        "benchmark": "the synthetic benchmark (trainer/README.md, Benchmark), ",
+        "nccl-tests": "nccl-tests all_reduce_perf, the fabric's acceptance test (README), ",
+    }.get(spec.kind, "")
     header = (
         f"---\n# Added by scripts/new-job: {what}{spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "
         f"-np = {spec.workers * spec.gpus_per_worker}.\n"
@@ -140,9 +158,10 @@ def check_name_free(objects, name: str, env: str) -> None:
 
 def check_trainer_flags(root: Path, kind: str, flags: dict[str, str], switches: tuple[str, ...]) -> None:
     """Check the values with the trainer's own option table, so the job never fails on a bad setting."""
-    for flag in flags:
+    for flag in [*flags, *(switches if kind not in KIND_MODULES else ())]:
         if flag not in KIND_FLAGS[kind]:
-            raise InputError(f"--{flag} does not apply to --kind {kind} (it takes {', '.join(KIND_FLAGS[kind])})")
+            takes = f"it takes {', '.join(KIND_FLAGS[kind])}" if KIND_FLAGS[kind] else "it takes no trainer flags"
+            raise InputError(f"--{flag} does not apply to --kind {kind} ({takes})")
     if not flags and not switches:
         return
     sys.path.insert(0, str(root / "trainer"))
@@ -201,7 +220,10 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
             f"--env: {args.env}'s ClusterConfig has no managed node group gpu of a known GPU instance "
             "type to size the job for"
         )
-    workers, problem = answers.parse_count(args.workers, "--workers", "workers")
+    if args.workers is None and args.kind != "nccl-tests":
+        raise InputError(f"--workers is required for --kind {args.kind}")
+    all_nodes = group.get("maxSize", group.get("desiredCapacity", 1))
+    workers, problem = answers.parse_count(args.workers or all_nodes, "--workers", "workers")
     if problem:
         raise InputError(problem)
     gpus, problem = answers.parse_count(args.gpus_per_worker or instance.gpus, "--gpus-per-worker", "GPUs")

@@ -16,7 +16,8 @@ import yaml
 from .. import catalog, eks, fsx
 from ..answers import parse_efa
 from ..model import LOCAL_CONFIG_ANNOTATION, plural
-from ..model.mpi import mpirun_command
+from ..model.mpi import EFA_ENVIRONMENT, mpirun_command
+from ..model.substitution import CLUSTER_SETTINGS
 
 JOB = "horovod-train"
 SETTINGS_API_VERSION = "gitops.local/v1alpha1"
@@ -92,10 +93,12 @@ def shm_size(instance: catalog.InstanceType) -> str:
 
 
 def launcher_exports(efa: bool) -> list[str]:
-    """What mpirun passes to every rank: NCCL's warnings, the image's paths, and with EFA no huge
-    pages (none are reserved on the nodes, and libfabric would ask for them)."""
-    exports = ["NCCL_DEBUG=WARN", "LD_LIBRARY_PATH", "PATH"]
+    """What mpirun passes to every rank: NCCL_DEBUG from the launcher's env (settings training.ncclDebug),
+    the image's paths, and with EFA the EFA environment and no huge pages (none are reserved on the
+    nodes, and libfabric would ask for them)."""
+    exports = ["NCCL_DEBUG", "LD_LIBRARY_PATH", "PATH"]
     if efa:
+        exports += [f"{name}={value}" for name, value in EFA_ENVIRONMENT.items()]
         exports.append("FI_EFA_USE_HUGE_PAGE=0")
     return exports
 
@@ -106,8 +109,8 @@ def launcher_exports(efa: bool) -> list[str]:
 def fsx_parameters(spec: EnvironmentSpec) -> dict:
     """The fsx-lustre StorageClass's parameters (all strings, as the CSI driver reads them)."""
     parameters = {
-        "subnetId": f"subnet-REPLACE-ME-{spec.name}",
-        "securityGroupIds": f"sg-REPLACE-ME-{spec.name}",
+        "subnetId": "${FSX_SUBNET_ID}",
+        "securityGroupIds": "${FSX_SECURITY_GROUP_ID}",
         "deploymentType": spec.fsx_deployment_type,
         "fileSystemTypeVersion": LUSTRE_VERSION,
     }
@@ -144,7 +147,12 @@ def settings(spec: EnvironmentSpec) -> dict:
         "apiVersion": SETTINGS_API_VERSION,
         "kind": SETTINGS_KIND,
         "metadata": {"name": spec.name, "annotations": {LOCAL_CONFIG_ANNOTATION: "true"}},
-        "cluster": {"name": spec.cluster_name, "region": spec.region, "availabilityZones": zones},
+        "cluster": {
+            "name": spec.cluster_name,
+            "region": spec.region,
+            "availabilityZones": zones,
+            "eksImageRegistry": eks.eks_image_registry(spec.region),
+        },
         "gpuNodeGroup": {
             "instanceType": spec.instance_type,
             "availabilityZones": [spec.availability_zone],
@@ -157,6 +165,7 @@ def settings(spec: EnvironmentSpec) -> dict:
             "workers": spec.nodes,
             "slotsPerWorker": instance.gpus,
             "launcherCommand": mpirun_command(spec.processes, launcher_exports(spec.efa)),
+            "ncclDebug": "WARN",
             "workerResources": worker_resources(instance, instance.gpus, spec.efa),
             "sharedMemory": shm_size(instance),
         },
@@ -179,19 +188,24 @@ def settings_text(spec: EnvironmentSpec) -> str:
     instance = spec.instance
     efa = f"EFA on ({instance.efa_interfaces} per node)" if spec.efa else "EFA off"
     sections = {
-        "cluster": "# eksctl ClusterConfig. The control plane needs two zones; GPU nodes and FSx live in the first.",
+        "cluster": (
+            "# eksctl ClusterConfig. The control plane needs two zones; GPU nodes and FSx live in the first.\n"
+            "# eksImageRegistry: Amazon EKS's image registry in the region (the EFA device plugin's image)."
+        ),
         "gpuNodeGroup": (
             "# The managed node group gpu: one MPI worker per node. With efaEnabled eksctl also makes a\n"
             "# cluster placement group, which is why the group stays in one zone."
         ),
         "fsx": (
-            f"# FSx for Lustre: StorageClass fsx-lustre and claim fsx-training. Fill in before the first sync: a\n"
-            f"# subnet of the cluster's VPC in {spec.availability_zone} and a security group that allows TCP 988\n"
-            "# and 1018-1023 from the nodes. The parameters cannot change once the class exists."
+            "# FSx for Lustre: StorageClass fsx-lustre and claim fsx-training. Flux fills in the subnet (in\n"
+            f"# {spec.availability_zone}) and the security group from the cluster's {CLUSTER_SETTINGS} ConfigMap,\n"
+            f"# which `scripts/cluster-settings --env {spec.name}` writes after `eksctl create cluster` (README).\n"
+            "# The parameters cannot change once the class exists."
         ),
         "training": (
             f"# MPIJob {JOB}: -np = workers x slotsPerWorker; launcherCommand is mpirun with its options\n"
-            "# (the job's args are the program and its flags, in overlays/base/training)."
+            "# (the job's args are the program and its flags, in overlays/base/training). ncclDebug: NCCL's\n"
+            "# log level in every job; INFO for a first run shows which network NCCL uses (README)."
         ),
     }
     header = (
@@ -231,6 +245,11 @@ spec:
   path: ./overlays/{spec.name}/infrastructure
   prune: true
   wait: true
+  # Per-cluster values (the FSx subnet and security group): scripts/cluster-settings writes them.
+  postBuild:
+    substituteFrom:
+      - kind: ConfigMap
+        name: {CLUSTER_SETTINGS}
 """,
         f"clusters/{spec.name}/training.yaml": f"""---
 # The training namespace, its FSx claim and MPIJobs. Applied only after infrastructure is
@@ -287,7 +306,7 @@ def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
         f"{folder}/infrastructure/kustomization.yaml": _kustomization(
             "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator.",
             [*plugins, "../../base/fsx-csi", "../../base/mpi-operator", "../settings.yaml"],
-            ["../../base/fsx-csi/environment"],
+            [*(["../../base/device-plugins/efa/environment"] if spec.efa else []), "../../base/fsx-csi/environment"],
         ),
         f"{folder}/training/kustomization.yaml": _kustomization(
             "The training namespace, its FSx claim and MPIJobs (scripts/new-job adds more).",

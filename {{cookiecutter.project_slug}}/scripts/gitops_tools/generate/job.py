@@ -13,13 +13,21 @@ from .. import catalog
 from ..errors import InputError
 from ..model import MPIJOB
 from ..model.mpi import mpirun_command
-from .environment import JOB, launcher_exports, shm_size, worker_resources
+from .environment import JOB, SETTINGS_KIND, launcher_exports, shm_size, worker_resources
 
 # What overlays/base/training/mpijob.yaml writes too; in a new job, the replacement below sets the real image.
 IMAGE_PLACEHOLDER = "trainer"
 LAUNCHER, WORKER, SHARED_MEMORY, FSX = "launcher", "worker", "dshm", "fsx"
 # The trainer's entry point of each kind of job (trainer/horovod_trainer/<module>.py).
 KIND_MODULES = {"train": "train", "benchmark": "synthetic_benchmark"}
+# Every kind: the trainer's, and nccl-tests, the fabric's acceptance test (README, "Acceptance test").
+KINDS = (*KIND_MODULES, "nccl-tests")
+# Where the image keeps nccl-tests (trainer/Dockerfile), and the run: all-reduce from 8 B to 8 GiB,
+# doubling, one GPU per rank, checking results, 20 timed iterations per size.
+NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"
+NCCL_TESTS_ARGS = ("-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20")
+# Its NCCL log: INFO for the start-up and network lines only (which transport, which EFA provider).
+NCCL_TESTS_LOG = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,17 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
         for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
             container["image"] = spec.image or IMAGE_PLACEHOLDER
     launcher = _named(launcher_pod.get("containers", []), LAUNCHER, "launcher container")
-    launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, launcher_exports(efa))
+    exports = launcher_exports(efa)
+    if spec.kind == "nccl-tests":
+        exports += [name for name in NCCL_TESTS_LOG if name not in exports]
+        launcher["env"] = [e for e in launcher.get("env", []) if e.get("name") not in NCCL_TESTS_LOG]
+        launcher["env"] += [{"name": name, "value": value} for name, value in NCCL_TESTS_LOG.items()]
+        launcher["args"] = [NCCL_TESTS, *NCCL_TESTS_ARGS]
+        for pod in (launcher_pod, worker_pod):
+            _without_data(pod)
+    launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, exports)
+    if spec.kind == "nccl-tests":
+        return job
     if spec.kind == "benchmark":
         launcher["args"] = benchmark_args(spec)
         for pod in (launcher_pod, worker_pod):
@@ -167,6 +185,28 @@ def image_replacement(job: dict) -> dict:
             "fieldPath": f"spec.mpiReplicaSpecs.Worker.template.spec.containers.[name={WORKER}].image",
         },
         "targets": [{"select": {"kind": "MPIJob", "name": job["metadata"]["name"]}, "fieldPaths": paths}],
+    }
+
+
+def nccl_debug_replacement(job: dict) -> dict | None:
+    """A Kustomize replacement that gives `job`'s launcher the environment's NCCL log level
+    (training.ncclDebug of its settings), as horovod-train has; None when the launcher sets none."""
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    container = _named(launcher.get("containers", []), LAUNCHER, "launcher container")
+    if not any(e.get("name") == "NCCL_DEBUG" for e in container.get("env", [])) or any(
+        e.get("name") == "NCCL_DEBUG_SUBSYS" for e in container.get("env", [])
+    ):
+        return None
+    return {
+        "source": {"kind": SETTINGS_KIND, "fieldPath": "training.ncclDebug"},
+        "targets": [
+            {
+                "select": {"kind": "MPIJob", "name": job["metadata"]["name"]},
+                "fieldPaths": [
+                    f"spec.mpiReplicaSpecs.Launcher.template.spec.containers.[name={LAUNCHER}].env.[name=NCCL_DEBUG].value"
+                ],
+            }
+        ],
     }
 
 

@@ -75,6 +75,15 @@ _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _MPIRUN_SWITCHES = ("--allow-run-as-root", "--bind-to", "none", "--map-by", "slot")
 
 
+# What every rank of a job on EFA nodes needs (aws/aws-ofi-nccl v1.21.1): NCCL_NET names the plugin
+# (its ncclNet name "Libfabric", src/nccl_ofi_interface_nvidia.cpp), so NCCL stops with an error
+# instead of quietly falling back to TCP sockets when EFA is unusable; FI_PROVIDER keeps libfabric
+# on the efa provider, as AWS's EKS nccl-tests job does (aws-samples/awsome-distributed-training,
+# micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). doc/efa-env-var.md advises against the
+# rest of the old set (FI_EFA_USE_DEVICE_RDMA, FI_EFA_FORK_SAFE, RDMAV_FORK_SAFE), so none is set.
+EFA_ENVIRONMENT = {"FI_PROVIDER": "efa", "NCCL_NET": "Libfabric"}
+
+
 def mpirun_command(processes: int, exports: list[str]) -> list[str]:
     """mpirun with `processes` ranks, exporting each of `exports` (NAME or NAME=value) to every rank.
 
@@ -201,6 +210,23 @@ def _check_program(launch: Launch, tokens: list[str], index: int) -> None:
         at += 2 if option in _PYTHON_OPERAND else 1
     if at >= len(tokens):
         launch.problems.append((index, f"{tokens[index]} has no module (-m) or script to run"))
+
+
+def exported_variables(container: Container) -> dict[str, str | None]:
+    """NAME -> value of every `-x` of the container's mpirun: `-x NAME=value` gives value, `-x NAME` the
+    container's own env value (None when the container sets none, or takes it from a reference)."""
+    tokens, _ = launch_tokens(container)
+    launch = parse_launch(tokens)
+    own = {str(e.get("name")): e.get("value") for e in container.env if isinstance(e, dict)}
+    found = {}
+    for index, operands in launch.options if launch else []:
+        flag, equals, inline = tokens[index].partition("=")
+        if flag not in ("-x", "--x"):
+            continue
+        word = inline if equals else tokens[operands[0]] if operands else ""
+        name, has_value, value = word.partition("=")
+        found[name] = value if has_value else own.get(name)
+    return found
 
 
 def process_count(tokens: list[str]) -> tuple[str, int] | None:

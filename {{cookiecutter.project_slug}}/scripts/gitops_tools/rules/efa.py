@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ..model import EFA, PodTemplate, Scope, plural
-from ..model.mpi import launch_tokens
+from ..model.mpi import (
+    EFA_ENVIRONMENT,
+    exported_variables,
+    launch_tokens,
+    mpijobs,
+    parse_launch,
+    replica_templates,
+)
 from ..model.plugins import EFA_PLUGIN, plugin_installed
 from .registry import Finding, category
 
@@ -74,7 +81,7 @@ def efa_request_exceeds_interfaces(scope: Scope):
     requires=("environment",),
     description="Pods request vpc.amazonaws.com/efa but the environment installs no EFA device plugin",
     remediation="Add overlays/base/device-plugins/efa to the environment's infrastructure overlay.",
-    docs="""eksctl installs an old EFA plugin (named `aws-efa-k8s-device-plugin-daemonset`) with every
+    docs="""eksctl (v0.230.0) installs EFA plugin v0.5.4 as `kube-system/aws-efa-k8s-device-plugin` with every
       efaEnabled node group and has no switch to skip it; without a GitOps copy of the same name that plugin
       is never upgraded or restored by Flux.""",
 )
@@ -170,3 +177,39 @@ def efa_huge_pages_unset(scope: Scope):
                 f"{template.label} requests EFA without huge pages or FI_EFA_USE_HUGE_PAGE=0",
                 (*_efa_container(template).path, "resources"),
             )
+
+
+@rule(
+    "efa-environment-missing",
+    "error",
+    description="An MPIJob whose workers use EFA does not pass the EFA environment to its ranks",
+    remediation="Add "
+    + " ".join(f"-x {name}={value}" for name, value in EFA_ENVIRONMENT.items())
+    + " to the launcher's mpirun (the generators write them for EFA environments).",
+    docs="""Without `NCCL_NET=Libfabric` NCCL quietly falls back to TCP sockets when the aws-ofi-nccl plugin
+      cannot use EFA (a missing library, no interface in the pod): the job runs at a fraction of the speed
+      and only `NCCL_DEBUG=INFO` would show it. With it NCCL stops at start-up with an error instead.
+      `FI_PROVIDER=efa` keeps libfabric on the EFA provider, as AWS's EKS nccl-tests job does. The values
+      are passed with mpirun's `-x NAME=value`, or `-x NAME` with the value in the launcher's env.""",
+)
+def efa_environment_missing(scope: Scope):
+    for job in mpijobs(scope.objects):
+        templates = replica_templates(job)
+        worker, launcher = templates.get("Worker"), templates.get("Launcher")
+        if not worker or not launcher or worker.request(EFA) <= 0:
+            continue
+        for container in launcher.containers:
+            tokens, path_of = launch_tokens(container)
+            launch = parse_launch(tokens)
+            if launch is None:
+                continue
+            exported = exported_variables(container)
+            missing = [f"{n}={v}" for n, v in EFA_ENVIRONMENT.items() if exported.get(n) != v]
+            if missing:
+                interfaces = plural(int(worker.request(EFA)), "EFA interface")
+                yield Finding(
+                    job,
+                    f"{launcher.container_label(container)} starts workers with {interfaces} each but does not "
+                    f"export {', '.join(missing)}",
+                    path_of(launch.launcher),
+                )

@@ -161,13 +161,13 @@ def _placeholders(value, path=()):
 @rule(
     "placeholder-value",
     "warning",
-    description="A value is still a REPLACE-ME placeholder from the template",
-    remediation="Replace the placeholder with the real value (for the FSx StorageClass: a subnet in the GPU "
-    "nodes' zone and a security group allowing TCP 988 and 1018-1023) before the first sync.",
-    docs="""The template cannot know your VPC, so it writes `subnet-REPLACE-ME` and `sg-REPLACE-ME`. They are
-      valid YAML and pass the schemas, but FSx cannot create a file system with them and the claim stays
-      Pending. It is a warning so that a freshly generated repository validates; `--strict` makes it
-      fail.""",
+    description="A value is still a REPLACE-ME placeholder",
+    remediation="Replace the placeholder with the real value; a per-cluster value (such as the FSx subnet and "
+    "security group) belongs in the cluster-settings ConfigMap that Flux substitutes (scripts/cluster-settings).",
+    docs="""`subnet-REPLACE-ME` and the like are valid YAML and pass the schemas, but FSx cannot create a file
+      system with them and the claim stays Pending. The template writes none (per-cluster values come from
+      the cluster-settings ConfigMap as `${FSX_SUBNET_ID}` and the like), so one here was written by hand.
+      It is a warning; `--strict` makes it fail.""",
 )
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:

@@ -161,3 +161,30 @@ def launcher_command_malformed(scope: Scope):
             launch = parse_launch(tokens)
             for index, problem in launch.problems if launch else []:
                 yield Finding(template.owner, f"{template.container_label(container)}: {problem}", path_of(index))
+
+
+@rule(
+    "launcher-not-waiting-for-workers",
+    "warning",
+    description="An MPIJob with workers starts its launcher before the workers are Ready",
+    remediation="Set spec.launcherCreationPolicy: WaitForWorkersReady.",
+    docs="""With the default `AtStartup` the MPI operator creates the launcher at once. Worker host names
+      resolve only once the workers are Ready, and on fresh GPU nodes they first pull a multi-GB image, so
+      mpirun fails, the launcher restarts, and each failure counts against runPolicy.backoffLimit until the
+      job is Failed. It is a warning because the launcher does retry (the operator's own examples rely on
+      that) and a warm cluster may win the race. `WaitForWorkersReady` (kubeflow/mpi-operator v0.8,
+      `pkg/controller/mpi_job_controller.go`) creates the launcher once every worker pod is Ready.""",
+)
+def launcher_not_waiting_for_workers(scope: Scope):
+    for job in mpijobs(scope.objects):
+        spec = mapping(job.doc, "spec")
+        workers = mapping(spec, "mpiReplicaSpecs", "Worker").get("replicas", 0)
+        if not isinstance(workers, int) or workers < 1 or spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
+            continue
+        policy = spec.get("launcherCreationPolicy")
+        where = ("spec", "launcherCreationPolicy") if policy is not None else ("spec",)
+        yield Finding(
+            job,
+            f"launcherCreationPolicy is {policy or 'unset (AtStartup)'} with {plural(workers, 'worker')}",
+            where,
+        )

@@ -27,6 +27,7 @@ CATEGORIES = (
     "EFA",
     "FSx for Lustre",
     "Ordering",
+    "Flux substitution",
     "Removed APIs and versions",
     "Hygiene and security",
 )

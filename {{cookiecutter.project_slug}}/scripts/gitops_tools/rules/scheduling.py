@@ -218,16 +218,16 @@ def shm_not_memory_backed(scope: Scope):
     "warning",
     description="Two device plugins advertise the same resource on the same nodes",
     remediation="Keep one plugin per resource: name the GitOps copy like eksctl's (kube-system/"
-    "nvidia-device-plugin-daemonset, kube-system/aws-efa-k8s-device-plugin-daemonset) so Flux adopts it.",
+    "nvidia-device-plugin-daemonset, kube-system/aws-efa-k8s-device-plugin) so Flux adopts it.",
     docs="""eksctl installs `kube-system/nvidia-device-plugin-daemonset` on GPU node groups (unless told not
-      to) and always installs `kube-system/aws-efa-k8s-device-plugin-daemonset` for efaEnabled groups. A GitOps
+      to) and always installs `kube-system/aws-efa-k8s-device-plugin` for efaEnabled groups. A GitOps
       copy under another name, or a Helm release of the same plugin, runs a second plugin on each node that
       registers the same resource.""",
 )
 def device_plugin_duplicate(scope: Scope):
     for markers, eksctl_name, resource, groups in (
         (NVIDIA_PLUGIN, "nvidia-device-plugin-daemonset", GPU, gpu_groups(scope)),
-        (EFA_PLUGIN, "aws-efa-k8s-device-plugin-daemonset", EFA, efa_groups(scope)),
+        (EFA_PLUGIN, "aws-efa-k8s-device-plugin", EFA, efa_groups(scope)),
     ):
         daemonsets = [t.owner for t in plugin_daemonsets(scope, markers)]
         releases = plugin_releases(scope, markers)

@@ -1,0 +1,167 @@
+"""Write a cluster's per-cluster values into its cluster-settings ConfigMap, which Flux substitutes.
+
+    scripts/cluster-settings --env ENV [--subnet-id SUBNET] [--security-group-id SG] [--context CTX] [--print]
+
+Run once after `eksctl create cluster` (before or after `flux bootstrap`). The values exist only
+once eksctl has made the VPC, so no file in the repository holds them: each Flux Kustomization
+reads them from the ConfigMap flux-system/cluster-settings (postBuild.substituteFrom).
+
+- FSX_SUBNET_ID: the cluster's private subnet in the GPU nodes' zone. eksctl tags its private
+  subnets kubernetes.io/role/internal-elb (v0.230.0, pkg/cfn/builder/vpc_ipv4.go).
+- FSX_SECURITY_GROUP_ID: the EKS cluster security group. EKS puts every managed node in it and it
+  admits all traffic from its members, so the nodes reach the file system on Lustre's ports
+  (TCP 988 and 1018-1023) and the file system's servers reach each other.
+
+A value not given is looked up with the AWS CLI (`aws eks describe-cluster`, `aws ec2
+describe-subnets`, with the environment's region and cluster name from its ClusterConfig). The
+ConfigMap (with the flux-system namespace) is applied with `kubectl apply --server-side` to the
+current context or --context; --print writes it to stdout instead and touches no cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from . import cli
+from .errors import InputError
+from .model import mapping, sequence
+from .model.substitution import CLUSTER_SETTINGS, CLUSTER_VARIABLES
+from .render import render_repository, repository_root
+
+VERB = "cluster-settings"
+NAMESPACE = "flux-system"
+FIELD_MANAGER = "gitops-cluster-settings"
+_SUBNET = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+_SECURITY_GROUP = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
+_TIMEOUT = 60
+
+
+def parse_args(argv):
+    parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
+    parser.add_argument("--env", required=True, help="the environment whose cluster this is")
+    parser.add_argument("--subnet-id", help="FSX_SUBNET_ID (default: looked up with the AWS CLI)")
+    parser.add_argument("--security-group-id", help="FSX_SECURITY_GROUP_ID (default: looked up with the AWS CLI)")
+    parser.add_argument("--context", help="kubeconfig context to write to (default: the current one)")
+    parser.add_argument("--print", action="store_true", help="print the ConfigMap instead of applying it")
+    return parser.parse_args(argv)
+
+
+class Cluster:
+    """What the environment's ClusterConfig says about the cluster: name, region, GPU zone."""
+
+    def __init__(self, root: Path, env: str):
+        config = render_repository(root, [env])[0].cluster_config
+        if config is None:
+            raise InputError(f"--env: {env} has no eksctl ClusterConfig (overlays/{env}/eksctl)")
+        metadata = mapping(config.doc, "metadata")
+        self.name, self.region = str(metadata.get("name", "")), str(metadata.get("region", ""))
+        gpu = next((g for g in sequence(config.doc, "managedNodeGroups") if mapping(g).get("name") == "gpu"), {})
+        zones = sequence(gpu, "availabilityZones")
+        if not (self.name and self.region and len(zones) == 1):
+            raise InputError(f"--env: {env}'s ClusterConfig has no name, region or single-zone gpu node group")
+        self.zone = str(zones[0])
+
+
+def _aws(*args: str) -> str:
+    """Output of one AWS CLI call, or a one-line error (the CLI's own first line)."""
+    if shutil.which("aws") is None:
+        raise InputError("the AWS CLI (aws) is not installed; give --subnet-id and --security-group-id instead")
+    try:
+        done = subprocess.run(["aws", *args, "--output", "json"], capture_output=True, text=True, timeout=_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"aws {args[0]} {args[1]} took longer than {_TIMEOUT} s") from None
+    if done.returncode != 0:
+        first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
+        raise InputError(f"aws {args[0]} {args[1]}: {first.strip()}")
+    return json.loads(done.stdout or "null")
+
+
+def look_up(cluster: Cluster) -> dict[str, str]:
+    vpc = _aws("eks", "describe-cluster", "--region", cluster.region, "--name", cluster.name)["cluster"][
+        "resourcesVpcConfig"
+    ]
+    subnets = _aws(
+        "ec2",
+        "describe-subnets",
+        "--region",
+        cluster.region,
+        "--subnet-ids",
+        *vpc["subnetIds"],
+        "--filters",
+        f"Name=availability-zone,Values={cluster.zone}",
+        "Name=tag-key,Values=kubernetes.io/role/internal-elb",
+    )["Subnets"]
+    if len(subnets) != 1:
+        raise InputError(
+            f"cluster {cluster.name} has {len(subnets)} private subnets in {cluster.zone}, not one; give --subnet-id"
+        )
+    return {"FSX_SUBNET_ID": subnets[0]["SubnetId"], "FSX_SECURITY_GROUP_ID": vpc["clusterSecurityGroupId"]}
+
+
+def check(values: dict[str, str]) -> None:
+    for name, pattern, flag in (
+        ("FSX_SUBNET_ID", _SUBNET, "--subnet-id"),
+        ("FSX_SECURITY_GROUP_ID", _SECURITY_GROUP, "--security-group-id"),
+    ):
+        if not pattern.match(values[name]):
+            raise InputError(f"{flag}: {values[name]!r} is not a {name.split('_', 1)[1].lower().replace('_', ' ')}")
+
+
+def documents(env: str, values: dict[str, str]) -> str:
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CLUSTER_SETTINGS,
+            "namespace": NAMESPACE,
+            "annotations": {"gitops.local/environment": env, "gitops.local/written-by": f"scripts/{VERB}"},
+        },
+        "data": {name: values[name] for name in CLUSTER_VARIABLES},
+    }
+    return yaml.safe_dump_all([namespace, config_map], sort_keys=False, explicit_start=True)
+
+
+def apply(text: str, context: str | None) -> None:
+    if shutil.which("kubectl") is None:
+        raise InputError("kubectl is not installed; run with --print and apply the output yourself")
+    command = ["kubectl", *(["--context", context] if context else []), "apply", "--server-side"]
+    command += ["--field-manager", FIELD_MANAGER, "-f", "-"]
+    done = subprocess.run(command, input=text, capture_output=True, text=True, timeout=_TIMEOUT)
+    if done.returncode != 0:
+        first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
+        raise InputError(f"kubectl apply: {first.strip()}")
+
+
+def _cluster_settings(argv: list[str] | None) -> int:
+    args = parse_args(argv)
+    root = repository_root(Path.cwd())
+    cluster = Cluster(root, args.env)
+    values = {"FSX_SUBNET_ID": args.subnet_id, "FSX_SECURITY_GROUP_ID": args.security_group_id}
+    if not all(values.values()):
+        found = look_up(cluster)
+        values = {name: value or found[name] for name, value in values.items()}
+    check(values)
+    text = documents(args.env, values)
+    if args.print:
+        sys.stdout.write(text)
+        return 0
+    apply(text, args.context)
+    where = f"context {args.context}" if args.context else "the current context"
+    print(f"wrote {NAMESPACE}/{CLUSTER_SETTINGS} for {args.env} ({cluster.name}) to {where}: {', '.join(values)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.run(VERB, _cluster_settings, argv)
+
+
+if __name__ == "__main__":
+    cli.exit_with(main)

@@ -1,0 +1,69 @@
+"""Where the image workflow pushes the trainer image: the `newName` of the `trainer` image in
+overlays/base/training/kustomization.yaml, and the registry it names, which decides how the
+workflow logs in (GHCR: the workflow's token; ECR: an IAM role assumed through GitHub's OIDC).
+
+    python -m gitops_tools.image_repository [--root DIR]
+
+prints `image=...`, `registry=ghcr|ecr` and `aws-region=...` (empty for GHCR), one a line, the
+format of $GITHUB_OUTPUT. Any other registry is an error: the workflow has no way to log in to it
+without static credentials.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from . import cli
+from .answers import PUSHABLE_REPOSITORIES, image_registry
+from .errors import InputError
+
+VERB = "image-repository"
+KUSTOMIZATION = Path("overlays") / "base" / "training" / "kustomization.yaml"
+IMAGE = "trainer"
+
+
+def resolve(image: str) -> dict[str, str]:
+    """The workflow's outputs for an image repository (no tag)."""
+    found = image_registry(image)
+    if found is None:
+        raise InputError(
+            f"{KUSTOMIZATION}: image {IMAGE!r} has newName {image!r}, which the image workflow cannot push to; "
+            f"use {PUSHABLE_REPOSITORIES}"
+        )
+    registry, region = found
+    return {"image": image, "registry": registry, "aws-region": region}
+
+
+def configured(root: Path) -> str:
+    """The `newName` of the trainer image in the base training kustomization."""
+    path = root / KUSTOMIZATION
+    try:
+        kustomization = yaml.safe_load(path.read_text()) or {}
+    except OSError as error:
+        raise InputError(f"{KUSTOMIZATION}: cannot read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise InputError(f"{KUSTOMIZATION}: invalid YAML: {str(error).splitlines()[0]}") from None
+    images = kustomization.get("images") if isinstance(kustomization, dict) else None
+    names = [i.get("newName") for i in images or [] if isinstance(i, dict) and i.get("name") == IMAGE]
+    if len(names) != 1 or not isinstance(names[0], str):
+        raise InputError(f"{KUSTOMIZATION}: needs one `images` entry named {IMAGE!r} with a newName")
+    return names[0]
+
+
+def _image_repository(argv: list[str] | None) -> int:
+    parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository (default: this folder)")
+    args = parser.parse_args(argv)
+    for key, value in resolve(configured(args.root)).items():
+        print(f"{key}={value}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.run(VERB, _image_repository, argv)
+
+
+if __name__ == "__main__":
+    cli.exit_with(main)
