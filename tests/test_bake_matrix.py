@@ -306,6 +306,40 @@ def test_only_the_environment_that_imports_from_s3_may_list_the_bucket(bake_fact
     ]
 
 
+# What eksctl v0.230.0 writes into the DaemonSets it installs (pkg/addons/assets/efa-device-plugin.yaml,
+# nvidia-device-plugin.yaml): container and volume names, mount paths, securityContext. Flux's server-side
+# apply merges the repository's copy with these fields, so the copy must agree with them.
+EKSCTL_PLUGINS = {
+    "aws-efa-k8s-device-plugin": {
+        "container": "aws-efa-k8s-device-plugin",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": False,
+        },
+        "mounts": {"device-plugin": "/var/lib/kubelet/device-plugins", "infiniband-volume": "/dev/infiniband/"},
+    },
+    "nvidia-device-plugin-daemonset": {
+        "container": "nvidia-device-plugin-ctr",
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "mounts": {"kubelet-device-plugins-dir": "/var/lib/kubelet/device-plugins"},
+    },
+}
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_device_plugins_agree_with_the_fields_eksctl_wrote(case, env):
+    bake, _ = case
+    for daemonset in bake.objects(env, "DaemonSet"):
+        expected = EKSCTL_PLUGINS[daemonset["metadata"]["name"]]
+        pod = daemonset["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        assert container["name"] == expected["container"]
+        assert container["securityContext"] == expected["securityContext"]
+        assert {m["name"]: m["mountPath"] for m in container["volumeMounts"]} == expected["mounts"]
+        assert {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]} == expected["mounts"]
+
+
 @pytest.mark.parametrize("env", ENVS)
 def test_day_one_parts(case, env):
     """The launcher waits for its workers, Flux fills in the per-cluster values, TensorBoard reads the

@@ -1058,6 +1058,14 @@ def hpa_on_gpus(world):
     world.add("training", _hpa("autoscaling/v2", "nvidia.com/gpu"))
 
 
+FLUX_INFRASTRUCTURE = "Kustomization/flux-system/infrastructure"
+
+
+def _config_map(name: str, data: dict) -> dict:
+    metadata = {"name": name, "namespace": "flux-system"}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+
 @case("flux-variable-unset", FAIL, (FSX_CLASS, "parameters.subnetId"))
 def variable_the_cluster_settings_do_not_hold(world):
     world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
@@ -1071,37 +1079,64 @@ def shell_variable_flux_would_empty(world):
     launcher["args"] = ["cd ${HOME} && mpirun -np 16 python -m horovod_trainer.train --run=${CLUSTER}"]
 
 
+@case("flux-variable-unset", FAIL, (FSX_CLASS, "parameters.securityGroupIds"), (FSX_CLASS, "parameters.subnetId"))
+def cluster_variables_without_post_build(world):
+    del world.kustomization("infrastructure")["spec"]["postBuild"]
+
+
+@case("flux-variable-unset", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
+def variable_after_an_escaped_dollar(world):
+    world.kustomization("training")["spec"]["postBuild"] = {"substitute": {"CLUSTER": "prod"}}
+    world.container("Launcher")["command"] = ["/bin/sh", "-c"]
+    world.container("Launcher")["args"] = ["echo $$${HOME} && mpirun -np 16 python -m horovod_trainer.train"]
+
+
 @case("flux-variable-unset", PASS)
 def shell_variables_escaped_defaulted_or_disabled(world):
     world.kustomization("training")["spec"]["postBuild"] = {"substitute": {"CLUSTER": "prod"}}
     launcher = world.container("Launcher")
     launcher["command"] = ["/bin/sh", "-c"]
-    launcher["args"] = ["cd $${HOME} ${TMPDIR:=/tmp} && mpirun -np 16 python -m horovod_trainer.train --run=${CLUSTER}"]
+    launcher["args"] = [
+        "cd $${HOME} ${TMPDIR:=/tmp} ${RUN:-a} && mpirun -np 16 python -m horovod_trainer.train --run=${CLUSTER}"
+    ]
     world.storage_class["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
     world.storage_class["parameters"]["subnetId"] = "${SUBNET_OF_ANOTHER_TOOL}"
 
 
 @case("flux-variable-unset", PASS)
-def variable_from_a_config_map_in_the_repository(world):
-    world.kustomization("infrastructure")["spec"]["postBuild"]["substituteFrom"].append(
-        {"kind": "ConfigMap", "name": "fsx-values"}
-    )
-    world.add(
-        "infrastructure",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "fsx-values", "namespace": "flux-system"},
-            "data": {"FSX_SUBNET": "subnet-0a1b2c3d4e5f60718"},
-        },
-    )
-    world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+def variable_from_a_config_map_an_earlier_kustomization_applies(world):
+    world.add("infrastructure", _config_map("run-values", {"RUN_NAME": "nightly"}))
+    world.kustomization("training")["spec"]["postBuild"] = {
+        "substituteFrom": [{"kind": "ConfigMap", "name": "run-values"}]
+    }
+    world.launcher_args.append("--run=${RUN_NAME}")
 
 
 @case("flux-variable-unset", PASS)
-def no_post_build_substitutes_nothing(world):
-    del world.kustomization("infrastructure")["spec"]["postBuild"]
+def shell_variables_where_flux_substitutes_nothing(world):
+    world.container("Launcher")["command"] = ["/bin/sh", "-c"]
+    world.container("Launcher")["args"] = ["cd ${HOME} && mpirun -np 16 python -m horovod_trainer.train"]
+
+
+@case("flux-substitution-invalid", FAIL, (FSX_CLASS, "parameters.subnetId"))
+def default_without_a_colon(world):
+    world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET_ID-subnet-0a1b2c3d4e5f60718}"
+
+
+@case("flux-substitution-invalid", FAIL, (FLUX_INFRASTRUCTURE, "spec.postBuild.substituteFrom.1"))
+def substitution_source_applied_by_the_same_kustomization(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substituteFrom"].append(
+        {"kind": "ConfigMap", "name": "fsx-values"}
+    )
+    world.add("infrastructure", _config_map("fsx-values", {"FSX_SUBNET": "subnet-0a1b2c3d4e5f60718"}))
     world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+
+
+@case("flux-substitution-invalid", PASS)
+def every_form_flux_reads(world):
+    parameters = world.storage_class["parameters"]
+    parameters["subnetId"] = "${FSX_SUBNET_ID:=subnet-0a1b2c3d4e5f60718}"
+    parameters["securityGroupIds"] = "${FSX_SECURITY_GROUP_ID:-sg-0123456789abcdef0}$${literal} ${#FSX_SUBNET_ID}"
 
 
 @case("hpa-on-gpu", PASS)

@@ -12,6 +12,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,12 +22,15 @@ from gitops_tools.model.substitution import CLUSTER_SETTINGS, CLUSTER_VARIABLES
 from gitops_tools.render import render_repository
 
 SUBNET, GROUP = "subnet-0a1b2c3d4e5f60718", "sg-0123456789abcdef0"
+ENDPOINT = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 
 
-def run(*args: str, path: str | None = None) -> subprocess.CompletedProcess:
+def run(*args: str, path: str | None = None, kubeconfig: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "GITOPS_PYTHON": sys.executable}
     if path is not None:
         env["PATH"] = path
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
     command = [str(REPO / "scripts" / "cluster-settings"), *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
@@ -46,8 +50,9 @@ def prod_cluster() -> tuple[str, str, str]:
 @pytest.fixture
 def fake_aws(tmp_path):
     """An `aws` on PATH that logs its arguments and answers from tmp_path/subnets.json."""
-    log, subnets = tmp_path / "calls.jsonl", tmp_path / "subnets.json"
+    log, subnets, endpoint = tmp_path / "calls.jsonl", tmp_path / "subnets.json", tmp_path / "endpoint"
     subnets.write_text(json.dumps([{"SubnetId": SUBNET}]))
+    endpoint.write_text(ENDPOINT)
     script = tmp_path / "bin" / "aws"
     script.parent.mkdir()
     script.write_text(f"""#!{sys.executable}
@@ -56,12 +61,13 @@ with open({str(log)!r}, "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if sys.argv[1:3] == ["eks", "describe-cluster"]:
     vpc = {{"subnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "{SUBNET}"], "clusterSecurityGroupId": "{GROUP}"}}
-    print(json.dumps({{"cluster": {{"resourcesVpcConfig": vpc}}}}))
+    url = open({str(endpoint)!r}).read()
+    print(json.dumps({{"cluster": {{"endpoint": url, "resourcesVpcConfig": vpc}}}}))
 elif sys.argv[1:3] == ["ec2", "describe-subnets"]:
     print(json.dumps({{"Subnets": json.load(open({str(subnets)!r}))}}))
 """)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    return {"path": f"{script.parent}:{os.environ['PATH']}", "log": log, "subnets": subnets}
+    return {"path": f"{script.parent}:{os.environ['PATH']}", "log": log, "subnets": subnets, "endpoint": endpoint}
 
 
 def test_print_writes_the_namespace_and_the_config_map_flux_reads():
@@ -140,6 +146,41 @@ def test_without_the_aws_cli_it_asks_for_the_values(tmp_path):
     assert line == "the AWS CLI (aws) is not installed; give --subnet-id and --security-group-id instead"
 
 
-def test_a_missing_kube_context_is_one_line():
-    line = one_line(run("--env", "prod", "--subnet-id", SUBNET, "--security-group-id", GROUP, "--context", "nope"))
-    assert line.startswith("kubectl apply: ") and "nope" in line, line
+def kubeconfig(tmp_path: Path, servers: dict[str, str]) -> Path:
+    """A kubeconfig with one context per server, each named like its key; no server answers."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": n, "cluster": {"server": s}} for n, s in servers.items()],
+        "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": "u"}} for n in servers],
+        "current-context": next(iter(servers)),
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_refuses_to_write_into_a_context_of_another_cluster(fake_aws, tmp_path):
+    config = kubeconfig(tmp_path, {"dev": "https://DEV.gr7.us-west-2.eks.amazonaws.com", "prod": ENDPOINT})
+    cluster, _, _ = prod_cluster()
+    line = one_line(run("--env", "prod", path=fake_aws["path"], kubeconfig=config))
+    assert line == (
+        f"the current context points at https://DEV.gr7.us-west-2.eks.amazonaws.com, not cluster {cluster} "
+        f"({ENDPOINT}); give --context with the cluster's context (eksctl wrote it to the kubeconfig)"
+    )
+
+
+def test_writes_through_kubectl_once_the_context_is_the_cluster(fake_aws, tmp_path):
+    # The right context, but nothing listens there: kubectl's own error, in one line.
+    config = kubeconfig(tmp_path, {"dev": "https://DEV.gr7.us-west-2.eks.amazonaws.com", "prod": "https://127.0.0.1:1"})
+    fake_aws["endpoint"].write_text("https://127.0.0.1:1")
+    line = one_line(run("--env", "prod", "--context", "prod", path=fake_aws["path"], kubeconfig=config))
+    assert line.startswith("kubectl apply: "), line
+
+
+def test_a_missing_kube_context_is_one_line(fake_aws, tmp_path):
+    config = kubeconfig(tmp_path, {"prod": ENDPOINT})
+    args = ("--env", "prod", "--subnet-id", SUBNET, "--security-group-id", GROUP, "--context", "nope")
+    line = one_line(run(*args, path=fake_aws["path"], kubeconfig=config))
+    assert line.startswith("kubectl config: ") and "nope" in line, line

@@ -136,7 +136,12 @@ def test_no_static_credentials():
         assert text.count("secrets.") == text.count("secrets.GITHUB_TOKEN"), path.name
 
 
-IMAGE_PATHS = ["trainer/**", ".github/workflows/image.yaml", ".github/workflows/image-build.yaml"]
+IMAGE_PATHS = [
+    "trainer/**",
+    "overlays/base/training/kustomization.yaml",
+    ".github/workflows/image.yaml",
+    ".github/workflows/image-build.yaml",
+]
 
 
 def test_image_starts_on_trainer_changes_and_release_tags():

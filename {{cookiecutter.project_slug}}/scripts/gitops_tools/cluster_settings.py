@@ -15,7 +15,10 @@ reads them from the ConfigMap flux-system/cluster-settings (postBuild.substitute
 A value not given is looked up with the AWS CLI (`aws eks describe-cluster`, `aws ec2
 describe-subnets`, with the environment's region and cluster name from its ClusterConfig). The
 ConfigMap (with the flux-system namespace) is applied with `kubectl apply --server-side` to the
-current context or --context; --print writes it to stdout instead and touches no cluster.
+current context or --context, once the context is known to point at the environment's cluster (its
+API server is the endpoint `aws eks describe-cluster` gives): values written into another
+environment's cluster would make an FSx StorageClass that cannot be changed. --print writes the
+ConfigMap to stdout instead and touches no cluster.
 """
 
 from __future__ import annotations
@@ -69,8 +72,8 @@ class Cluster:
         self.zone = str(zones[0])
 
 
-def _aws(*args: str) -> str:
-    """Output of one AWS CLI call, or a one-line error (the CLI's own first line)."""
+def _aws(*args: str):
+    """The JSON answer of one AWS CLI call, or a one-line error (the CLI's own first line)."""
     if shutil.which("aws") is None:
         raise InputError("the AWS CLI (aws) is not installed; give --subnet-id and --security-group-id instead")
     try:
@@ -80,29 +83,46 @@ def _aws(*args: str) -> str:
     if done.returncode != 0:
         first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
         raise InputError(f"aws {args[0]} {args[1]}: {first.strip()}")
-    return json.loads(done.stdout or "null")
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        raise InputError(f"aws {args[0]} {args[1]}: the answer is not JSON") from None
 
 
-def look_up(cluster: Cluster) -> dict[str, str]:
-    vpc = _aws("eks", "describe-cluster", "--region", cluster.region, "--name", cluster.name)["cluster"][
-        "resourcesVpcConfig"
-    ]
-    subnets = _aws(
+def describe(cluster: Cluster) -> dict:
+    """The EKS cluster's description: endpoint, resourcesVpcConfig."""
+    answer = _aws("eks", "describe-cluster", "--region", cluster.region, "--name", cluster.name)
+    found = answer.get("cluster") if isinstance(answer, dict) else None
+    vpc = found.get("resourcesVpcConfig") if isinstance(found, dict) else None
+    if not isinstance(vpc, dict) or not isinstance(vpc.get("subnetIds"), list) or not found.get("endpoint"):
+        raise InputError(f"aws eks describe-cluster: no endpoint and subnets for cluster {cluster.name}")
+    return found
+
+
+def look_up(cluster: Cluster, description: dict) -> dict[str, str]:
+    vpc = description["resourcesVpcConfig"]
+    answer = _aws(
         "ec2",
         "describe-subnets",
         "--region",
         cluster.region,
         "--subnet-ids",
-        *vpc["subnetIds"],
+        *map(str, vpc["subnetIds"]),
         "--filters",
         f"Name=availability-zone,Values={cluster.zone}",
         "Name=tag-key,Values=kubernetes.io/role/internal-elb",
-    )["Subnets"]
+    )
+    subnets = answer.get("Subnets") if isinstance(answer, dict) else None
+    if not isinstance(subnets, list):
+        raise InputError("aws ec2 describe-subnets: the answer has no Subnets")
     if len(subnets) != 1:
         raise InputError(
             f"cluster {cluster.name} has {len(subnets)} private subnets in {cluster.zone}, not one; give --subnet-id"
         )
-    return {"FSX_SUBNET_ID": subnets[0]["SubnetId"], "FSX_SECURITY_GROUP_ID": vpc["clusterSecurityGroupId"]}
+    return {
+        "FSX_SUBNET_ID": str(mapping(subnets[0]).get("SubnetId", "")),
+        "FSX_SECURITY_GROUP_ID": str(vpc.get("clusterSecurityGroupId", "")),
+    }
 
 
 def check(values: dict[str, str]) -> None:
@@ -129,15 +149,30 @@ def documents(env: str, values: dict[str, str]) -> str:
     return yaml.safe_dump_all([namespace, config_map], sort_keys=False, explicit_start=True)
 
 
-def apply(text: str, context: str | None) -> None:
+def _kubectl(context: str | None, *args: str, stdin: str | None = None) -> str:
     if shutil.which("kubectl") is None:
         raise InputError("kubectl is not installed; run with --print and apply the output yourself")
-    command = ["kubectl", *(["--context", context] if context else []), "apply", "--server-side"]
-    command += ["--field-manager", FIELD_MANAGER, "-f", "-"]
-    done = subprocess.run(command, input=text, capture_output=True, text=True, timeout=_TIMEOUT)
+    command = ["kubectl", *(["--context", context] if context else []), *args]
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT)
     if done.returncode != 0:
         first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
-        raise InputError(f"kubectl apply: {first.strip()}")
+        raise InputError(f"kubectl {args[0]}: {first.strip()}")
+    return done.stdout
+
+
+def check_context(context: str | None, cluster: Cluster, endpoint: str) -> None:
+    """Refuse to write unless the kubeconfig context's API server is the environment's cluster."""
+    server = _kubectl(context, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+    if server.strip().rstrip("/").lower() != endpoint.strip().rstrip("/").lower():
+        where = f"context {context}" if context else "the current context"
+        raise InputError(
+            f"{where} points at {server.strip() or 'no server'}, not cluster {cluster.name} ({endpoint}); "
+            "give --context with the cluster's context (eksctl wrote it to the kubeconfig)"
+        )
+
+
+def apply(text: str, context: str | None) -> None:
+    _kubectl(context, "apply", "--server-side", "--field-manager", FIELD_MANAGER, "-f", "-", stdin=text)
 
 
 def _cluster_settings(argv: list[str] | None) -> int:
@@ -145,14 +180,17 @@ def _cluster_settings(argv: list[str] | None) -> int:
     root = repository_root(Path.cwd())
     cluster = Cluster(root, args.env)
     values = {"FSX_SUBNET_ID": args.subnet_id, "FSX_SECURITY_GROUP_ID": args.security_group_id}
+    description = None
     if not all(values.values()):
-        found = look_up(cluster)
+        description = describe(cluster)
+        found = look_up(cluster, description)
         values = {name: value or found[name] for name, value in values.items()}
     check(values)
     text = documents(args.env, values)
     if args.print:
         sys.stdout.write(text)
         return 0
+    check_context(args.context, cluster, (description or describe(cluster))["endpoint"])
     apply(text, args.context)
     where = f"context {args.context}" if args.context else "the current context"
     print(f"wrote {NAMESPACE}/{CLUSTER_SETTINGS} for {args.env} ({cluster.name}) to {where}: {', '.join(values)}")

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from . import cli
 from .answers import PUSHABLE_REPOSITORIES, image_registry
 from .errors import InputError
+from .yaml_file import load_mapping
 
 VERB = "image-repository"
 KUSTOMIZATION = Path("overlays") / "base" / "training" / "kustomization.yaml"
@@ -38,14 +37,8 @@ def resolve(image: str) -> dict[str, str]:
 
 def configured(root: Path) -> str:
     """The `newName` of the trainer image in the base training kustomization."""
-    path = root / KUSTOMIZATION
-    try:
-        kustomization = yaml.safe_load(path.read_text()) or {}
-    except OSError as error:
-        raise InputError(f"{KUSTOMIZATION}: cannot read: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise InputError(f"{KUSTOMIZATION}: invalid YAML: {str(error).splitlines()[0]}") from None
-    images = kustomization.get("images") if isinstance(kustomization, dict) else None
+    kustomization = load_mapping(root / KUSTOMIZATION, KUSTOMIZATION)
+    images = kustomization.get("images")
     names = [i.get("newName") for i in images or [] if isinstance(i, dict) and i.get("name") == IMAGE]
     if len(names) != 1 or not isinstance(names[0], str):
         raise InputError(f"{KUSTOMIZATION}: needs one `images` entry named {IMAGE!r} with a newName")

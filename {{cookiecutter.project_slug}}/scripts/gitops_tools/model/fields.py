@@ -62,3 +62,18 @@ def quantity(value) -> float | None:
 def plural(count: int | float, word: str) -> str:
     count = int(count) if float(count).is_integer() else count
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def strings(value, path: tuple = (), keys: bool = False):
+    """(field path, text) of every string inside `value`, depth first; with `keys`, mapping keys too
+    (at the path of their value)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if keys and isinstance(key, str):
+                yield (*path, key), key
+            yield from strings(item, (*path, key), keys)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from strings(item, (*path, index), keys)
+    elif isinstance(value, str):
+        yield path, value

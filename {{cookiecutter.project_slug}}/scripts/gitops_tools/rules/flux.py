@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..model import Scope, mapping
+from dataclasses import dataclass, field
+
+from ..model import FluxKustomization, Scope, mapping
 from ..model.substitution import (
     CLUSTER_SETTINGS,
     CLUSTER_VARIABLES,
@@ -16,36 +18,55 @@ from .registry import Finding, category
 rule = category("Flux substitution")
 
 
-def _keys_in_git(scope: Scope, kind: str, name: str, namespace: str) -> set[str] | None:
-    """The keys of a ConfigMap or Secret the repository itself holds, None when it holds none."""
-    for manifest in scope.of(kind):
-        if manifest.name == name and (manifest.namespace or "default") == namespace:
-            keys = set(mapping(manifest.doc, "data")) | set(mapping(manifest.doc, "stringData"))
-            return {str(key) for key in keys}
-    return None
+@dataclass
+class _Values:
+    """What a Flux Kustomization's postBuild gives values to."""
+
+    names: set[str] = field(default_factory=set)
+    known: bool = True  # False: a source the repository does not describe could give any name
+    own_sources: list[int] = field(default_factory=list)  # substituteFrom entries it applies itself
 
 
-def _provided(scope: Scope, kustomization) -> set[str] | None:
-    """The variables a Flux Kustomization's postBuild gives a value; None when a source the
-    repository does not describe could give any."""
+def _keys(manifest) -> set[str]:
+    return {str(key) for key in [*mapping(manifest.doc, "data"), *mapping(manifest.doc, "stringData")]}
+
+
+def _values(scope: Scope, kustomization: FluxKustomization) -> _Values:
     post = post_build(kustomization.manifest.doc) or {}
-    provided = {str(key) for key in mapping(post, "substitute")}
-    for source in sources(post):
+    values = _Values({str(key) for key in mapping(post, "substitute")})
+    namespace = kustomization.manifest.namespace or "default"
+    for index, source in enumerate(sources(post)):
         kind, name = str(source.get("kind", "")), str(source.get("name", ""))
-        keys = _keys_in_git(scope, kind, name, kustomization.manifest.namespace or "default")
-        if keys is None and (kind, name) == ("ConfigMap", CLUSTER_SETTINGS):
-            keys = set(CLUSTER_VARIABLES)
-        if keys is None and source.get("optional") is not True:
-            return None
-        provided |= keys or set()
-    return provided
+
+        def holds(manifest, kind=kind, name=name) -> bool:
+            return (manifest.kind, manifest.name, manifest.namespace or "default") == (kind, name, namespace)
+
+        others = [m for k in scope.kustomizations if k is not kustomization for m in k.objects if holds(m)]
+        own = [m for m in kustomization.objects if holds(m)]
+        if others or own:
+            values.names |= _keys((others or own)[0])
+            if own and not others:
+                values.own_sources.append(index)
+        elif (kind, name) == ("ConfigMap", CLUSTER_SETTINGS):
+            values.names |= set(CLUSTER_VARIABLES)
+        elif source.get("optional") is not True:
+            values.known = False
+    return values
+
+
+def _substituted(kustomization: FluxKustomization):
+    """(object, reference) for every ${...} Flux reads in what the Kustomization applies."""
+    for manifest in kustomization.objects:
+        if not substitution_disabled(manifest.doc):
+            for reference in references(manifest.doc):
+                yield manifest, reference
 
 
 @rule(
     "flux-variable-unset",
     "error",
     requires=("flux",),
-    description="A ${VARIABLE} that Flux substitutes has neither a value nor a default",
+    description="A ${VARIABLE} meant for Flux has neither a value nor a default",
     remediation="Give it a value in the Flux Kustomization's postBuild (substitute, or a substituteFrom "
     f"source such as the {CLUSTER_SETTINGS} ConfigMap that scripts/cluster-settings writes), a default "
     "(${NAME:=value}), or escape a literal as $${NAME}.",
@@ -53,25 +74,64 @@ def _provided(scope: Scope, kustomization) -> set[str] | None:
       `${{NAME}}` takes its value from `postBuild.substitute` or a `substituteFrom` ConfigMap or Secret, and
       one with neither a value nor a default becomes an empty string (an FSx StorageClass without a subnet,
       a shell script whose `${{HOME}}` vanished). Values come from the repository's own ConfigMaps and
-      Secrets, and from the `{CLUSTER_SETTINGS}` ConfigMap, which holds
-      {", ".join(f"`{name}`" for name in CLUSTER_VARIABLES)}. A Kustomization that also reads a source the
-      repository does not describe is not checked.""",
+      Secrets and from the `{CLUSTER_SETTINGS}` ConfigMap, which holds
+      {", ".join(f"`{name}`" for name in CLUSTER_VARIABLES)}; a Kustomization that also reads a source the
+      repository does not describe is not checked. Without `postBuild` Flux substitutes nothing, so one of
+      the `{CLUSTER_SETTINGS}` variables reaches the cluster as written (other `${{...}}`, such as a shell
+      script's, are left alone there).""",
 )
 def flux_variable_unset(scope: Scope):
     for kustomization in scope.kustomizations:
         if post_build(kustomization.manifest.doc) is None:
-            continue
-        provided = _provided(scope, kustomization)
-        if provided is None:
-            continue
-        for manifest in kustomization.objects:
-            if substitution_disabled(manifest.doc):
-                continue
-            for reference in references(manifest.doc):
-                if not reference.has_default and reference.name not in provided:
+            for manifest, reference in _substituted(kustomization):
+                if reference.name in CLUSTER_VARIABLES:
                     yield Finding(
                         manifest,
-                        f"${{{reference.name}}} has no value in Flux Kustomization {kustomization.name}'s postBuild "
-                        "and no default, so Flux makes it empty",
+                        f"{reference.text} reaches the cluster as written: Flux Kustomization "
+                        f"{kustomization.name} has no postBuild",
                         reference.path,
                     )
+            continue
+        values = _values(scope, kustomization)
+        if not values.known:
+            continue
+        for manifest, reference in _substituted(kustomization):
+            if reference.name and not reference.has_default and reference.name not in values.names:
+                yield Finding(
+                    manifest,
+                    f"{reference.text} has no value in Flux Kustomization {kustomization.name}'s postBuild "
+                    "and no default, so Flux makes it empty",
+                    reference.path,
+                )
+
+
+@rule(
+    "flux-substitution-invalid",
+    "error",
+    requires=("flux",),
+    description="Flux's post-build substitution would fail the whole Kustomization",
+    remediation="Write variables as ${NAME}, ${NAME:=default} or ${NAME:-default} (escape a literal as "
+    "$${...}), and apply a substituteFrom source in a Kustomization this one dependsOn.",
+    docs="""Flux's envsubst refuses `${NAME-x}`, `${NAME+x}` (only the `:-`, `:+`, `:=`, `:?` and `=` forms
+      take a default), `${1}` and `${ NAME }`; one such reference fails the whole Kustomization, so none of
+      its objects is applied. A `substituteFrom` ConfigMap or Secret that the same Kustomization applies does
+      not exist on a new cluster when Flux reads it, before applying anything: the Kustomization never gets
+      applied.""",
+)
+def flux_substitution_invalid(scope: Scope):
+    for kustomization in scope.kustomizations:
+        if post_build(kustomization.manifest.doc) is None:
+            continue
+        for index in _values(scope, kustomization).own_sources:
+            source = sources(post_build(kustomization.manifest.doc))[index]
+            yield Finding(
+                kustomization.manifest,
+                f"substituteFrom {source.get('kind')}/{source.get('name')} is applied by {kustomization.name} "
+                "itself, so on a new cluster it does not exist yet when Flux substitutes",
+                ("spec", "postBuild", "substituteFrom", index),
+            )
+        for manifest, reference in _substituted(kustomization):
+            if not reference.name:
+                yield Finding(
+                    manifest, f"Flux cannot parse {reference.text}, so {kustomization.name} fails", reference.path
+                )

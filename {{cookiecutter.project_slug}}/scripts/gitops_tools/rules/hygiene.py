@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..model import GPU, Scope, mapping, sequence
+from ..model.fields import strings
 from ..model.mpi import runs_mpi
 from .registry import REGISTRY, SUPPRESSION_PREFIX, Finding, category
 
@@ -147,17 +148,6 @@ def hpa_on_gpu(scope: Scope):
                 yield Finding(manifest, f"metric {index} is a {kind} metric on {GPU}", ("spec", "metrics", index))
 
 
-def _placeholders(value, path=()):
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _placeholders(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _placeholders(item, (*path, index))
-    elif isinstance(value, str) and _PLACEHOLDER.search(value):
-        yield path, value
-
-
 @rule(
     "placeholder-value",
     "warning",
@@ -171,7 +161,9 @@ def _placeholders(value, path=()):
 )
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
-        for path, value in _placeholders(manifest.doc):
+        for path, value in strings(manifest.doc):
+            if not _PLACEHOLDER.search(value):
+                continue
             yield Finding(manifest, f"{'.'.join(map(str, path))} is {value!r}", path)
 
 

@@ -173,7 +173,8 @@ def launcher_command_malformed(scope: Scope):
       mpirun fails, the launcher restarts, and each failure counts against runPolicy.backoffLimit until the
       job is Failed. It is a warning because the launcher does retry (the operator's own examples rely on
       that) and a warm cluster may win the race. `WaitForWorkersReady` (kubeflow/mpi-operator v0.8,
-      `pkg/controller/mpi_job_controller.go`) creates the launcher once every worker pod is Ready.""",
+      `pkg/controller/mpi_job_controller.go`) creates the launcher once every worker pod is Ready. A job with
+      one worker counts too: its launcher is a pod of its own and reaches the worker by host name.""",
 )
 def launcher_not_waiting_for_workers(scope: Scope):
     for job in mpijobs(scope.objects):
