@@ -370,6 +370,35 @@ def test_day_one_parts(case, env):
     assert "eks-pod-identity-agent" in addons
 
 
+@pytest.mark.parametrize("env", ENVS)
+def test_gpu_nodes_scale_from_zero(case, env):
+    """An idle environment runs no GPU node: the group starts empty and Cluster Autoscaler, whose image
+    matches the cluster's Kubernetes minor, grows it from the node-template tags."""
+    bake, options = case
+    group = gpu_group(bake.cluster_config(env))
+    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    assert (group["minSize"], group["desiredCapacity"], group["maxSize"]) == (0, 0, nodes)
+    assert group["propagateASGTags"] is True
+    prefix = "k8s.io/cluster-autoscaler/node-template"
+    assert group["tags"][f"{prefix}/taint/nvidia.com/gpu"] == "true:NoSchedule"
+    efa = f"{prefix}/resources/vpc.amazonaws.com/efa"
+    if group.get("efaEnabled"):
+        assert group["tags"][efa] == str(catalog.lookup(group["instanceType"]).efa_interfaces)
+    else:
+        assert efa not in group["tags"]
+    [release] = [r for r in bake.objects(env, "HelmRelease") if r["metadata"]["name"] == "cluster-autoscaler"]
+    values = release["spec"]["values"]
+    assert values["image"]["tag"].startswith(f"v{answer(options, 'kubernetes_version')}.")
+    assert values["autoDiscovery"]["clusterName"] == bake.cluster_config(env)["metadata"]["name"]
+    assert values["awsRegion"] == bake.cluster_config(env)["metadata"]["region"]
+    associations = bake.cluster_config(env)["iam"]["podIdentityAssociations"]
+    assert {
+        "namespace": "kube-system",
+        "serviceAccountName": values["rbac"]["serviceAccount"]["name"],
+        "wellKnownPolicies": {"autoScaler": True},
+    } in associations
+
+
 def test_environment_settings_are_never_rendered(case):
     bake, _ = case
     for env in ENVS:

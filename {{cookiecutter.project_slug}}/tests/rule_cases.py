@@ -570,6 +570,45 @@ def efa_plugin_from_helm(world):
     world.add("infrastructure", _helm_release("efa", "aws-efa-k8s-device-plugin"), _helm_repository("efa"))
 
 
+NODE_TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.minSize"))
+def empty_gpu_group_without_an_autoscaler(world):
+    world.remove("HelmRelease", "cluster-autoscaler")
+
+
+@case(
+    "gpu-group-cannot-scale-from-zero",
+    FAIL,
+    (CLUSTER, "managedNodeGroups.1.tags"),
+    (CLUSTER, "managedNodeGroups.1.tags"),
+)
+def empty_gpu_group_with_eksctls_taint_tag_and_no_efa_tag(world):
+    tags = world.gpu_group["tags"]
+    tags[f"{NODE_TEMPLATE}/taint/nvidia.com/gpu"] = "true"  # as eksctl's propagateASGTags writes it
+    del tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"]
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.labels"))
+def empty_gpu_group_whose_labels_the_autoscaler_cannot_see(world):
+    world.gpu_group["propagateASGTags"] = False
+    del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/role"]
+
+
+@case("gpu-group-cannot-scale-from-zero", PASS)
+def gpu_group_that_never_goes_to_zero(world):
+    world.remove("HelmRelease", "cluster-autoscaler")
+    world.gpu_group.update(minSize=2, desiredCapacity=2)
+    del world.gpu_group["tags"]
+
+
+@case("gpu-group-cannot-scale-from-zero", PASS)
+def labels_propagated_by_eksctl(world):
+    for key in ("role", "nvidia.com/gpu.present"):
+        del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/{key}"]
+
+
 @case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.0"))
 def efa_job_without_the_net_pin(world):
     at = world.launcher_command.index("NCCL_NET=Libfabric")
@@ -904,13 +943,13 @@ def depends_directly_on_nested(world):
 
 @case("flux-source-missing", FAIL, ("HelmRelease/flux-system/aws-fsx-csi-driver", "spec.chart.spec.sourceRef"))
 def helm_repository_missing(world):
-    world.remove("HelmRepository")
+    world.remove("HelmRepository", "aws-fsx-csi-driver")
 
 
 @case("flux-source-missing", PASS)
 def chart_from_oci_repository(world):
-    world.remove("HelmRepository")
-    release = world.find("HelmRelease")
+    world.remove("HelmRepository", "aws-fsx-csi-driver")
+    release = world.find("HelmRelease", "aws-fsx-csi-driver")
     del release["spec"]["chart"]
     release["spec"]["chartRef"] = {"kind": "OCIRepository", "name": "fsx-chart"}
     world.add(

@@ -411,7 +411,7 @@ def test_new_job_nccl_tests_runs_all_reduce_on_every_gpu_node_over_efa(repo, tmp
     workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
     [container] = launcher["containers"]
-    # Every GPU node of prod (the gpu group's desiredCapacity, 2 in this bake), every GPU, every EFA interface.
+    # Every GPU node of prod (the gpu group's maxSize, 2 in this bake), every GPU, every EFA interface.
     assert workers["replicas"] == 2 and job["spec"]["slotsPerWorker"] == 8
     assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 4
     assert container["args"][0] == "/opt/nccl-tests/build/all_reduce_perf"

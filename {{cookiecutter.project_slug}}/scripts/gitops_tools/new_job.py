@@ -7,11 +7,11 @@
 `--kind train` (default) runs the trainer like horovod-train; `--kind benchmark` runs the synthetic
 benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
 mounts no FSx; `--kind nccl-tests` runs NCCL's all_reduce_perf across the GPU nodes (by default all
-the gpu group's desiredCapacity runs) to measure the fabric's bus bandwidth before a long job (README,
-"Acceptance test"). Defaults come from the environment: its GPU type (whole-node workers), the image
-and trainer settings of its horovod-train job. Without --image the job follows horovod-train's image (a
-`replacements` entry in the environment's training kustomization), so bumping newTag in
-overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
+the gpu group's maxSize, which Cluster Autoscaler starts for it) to measure the fabric's bus bandwidth
+before a long job (README, "Acceptance test"). Defaults come from the environment: its GPU type
+(whole-node workers), the image and trainer settings of its horovod-train job. Without --image the job
+follows horovod-train's image (a `replacements` entry in the environment's training kustomization), so
+bumping newTag in overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
 table. The new job is checked by the validator in a temporary copy first; a request that adds an
 error (more GPUs than the node group can ever hold, say) writes nothing. Running it again with the
 same arguments changes nothing.
@@ -78,7 +78,7 @@ def parse_args(argv):
     parser.add_argument("name", help="job name (DNS-1035 label)")
     parser.add_argument("--env", required=True)
     parser.add_argument(
-        "--workers", help="MPI workers (pods); nccl-tests: default every GPU node (the gpu group's desiredCapacity)"
+        "--workers", help="MPI workers (pods); nccl-tests: default every GPU node (the gpu group's maxSize)"
     )
     parser.add_argument("--gpus-per-worker", help="default: all GPUs of the environment's instance type")
     parser.add_argument(
@@ -224,8 +224,8 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
         )
     if args.workers is None and args.kind != "nccl-tests":
         raise InputError(f"--workers is required for --kind {args.kind}")
-    # The nodes there are: with WaitForWorkersReady a job larger than that would wait for ever.
-    all_nodes = group.get("desiredCapacity", group.get("minSize", 1))
+    # Every node the autoscaler may start: the group idles at zero (desiredCapacity 0).
+    all_nodes = group.get("maxSize", group.get("desiredCapacity", 1))
     workers, problem = answers.parse_count(args.workers or all_nodes, "--workers", "workers")
     if problem:
         raise InputError(problem)

@@ -15,8 +15,9 @@ import yaml
 
 from .. import catalog, eks, fsx
 from ..answers import parse_efa
-from ..model import LOCAL_CONFIG_ANNOTATION, plural
+from ..model import EFA, LOCAL_CONFIG_ANNOTATION, plural
 from ..model.mpi import EFA_ENVIRONMENT, mpirun_command
+from ..model.nodes import NODE_TEMPLATE_TAG
 from ..model.substitution import CLUSTER_SETTINGS
 
 JOB = "horovod-train"
@@ -123,6 +124,20 @@ def fsx_parameters(spec: EnvironmentSpec) -> dict:
     return parameters
 
 
+def autoscaler_tags(instance: catalog.InstanceType, efa: bool) -> dict[str, str]:
+    """The gpu group's node-template tags, so Cluster Autoscaler can scale it up from zero: its labels
+    and taint as overlays/base/eksctl gives them (eksctl propagates the taint without its effect, which
+    the autoscaler ignores), and the EFA interfaces, which it cannot know from the instance type."""
+    tags = {
+        f"{NODE_TEMPLATE_TAG}/label/role": "gpu",
+        f"{NODE_TEMPLATE_TAG}/label/nvidia.com/gpu.present": "true",
+        f"{NODE_TEMPLATE_TAG}/taint/nvidia.com/gpu": "true:NoSchedule",
+    }
+    if efa:
+        tags[f"{NODE_TEMPLATE_TAG}/resources/{EFA}"] = str(instance.efa_interfaces)
+    return tags
+
+
 def s3_list_policy(s3_path: str) -> dict:
     return {
         "Version": "2012-10-17",
@@ -156,9 +171,10 @@ def settings(spec: EnvironmentSpec) -> dict:
         "gpuNodeGroup": {
             "instanceType": spec.instance_type,
             "availabilityZones": [spec.availability_zone],
-            "desiredCapacity": spec.nodes,
+            "desiredCapacity": 0,
             "maxSize": spec.nodes,
             "efaEnabled": spec.efa,
+            "tags": autoscaler_tags(instance, spec.efa),
         },
         "fsx": storage,
         "training": {
@@ -193,8 +209,10 @@ def settings_text(spec: EnvironmentSpec) -> str:
             "# eksImageRegistry: Amazon EKS's image registry in the region (the EFA device plugin's image)."
         ),
         "gpuNodeGroup": (
-            "# The managed node group gpu: one MPI worker per node. With efaEnabled eksctl also makes a\n"
-            "# cluster placement group, which is why the group stays in one zone."
+            "# The managed node group gpu: one MPI worker per node. It starts empty and Cluster Autoscaler\n"
+            "# grows it to at most maxSize while jobs wait (tags: what the autoscaler needs to know about\n"
+            "# its nodes then). With efaEnabled eksctl also makes a cluster placement group, which is why\n"
+            "# the group stays in one zone."
         ),
         "fsx": (
             "# FSx for Lustre: StorageClass fsx-lustre and claim fsx-training. Flux fills in the subnet (in\n"
@@ -295,6 +313,11 @@ def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
     if spec.fsx_s3_import_path:
         eksctl_components.append("../../base/eksctl/fsx-s3-import")
     plugins = ["../../base/device-plugins/nvidia"] + (["../../base/device-plugins/efa"] if spec.efa else [])
+    components = [
+        *(["../../base/device-plugins/efa/environment"] if spec.efa else []),
+        "../../base/fsx-csi/environment",
+        "../../base/cluster-autoscaler/environment",
+    ]
     return {
         f"{folder}/settings.yaml": settings_text(spec),
         f"{folder}/eksctl/kustomization.yaml": _kustomization(
@@ -304,9 +327,15 @@ def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
             eksctl_components,
         ),
         f"{folder}/infrastructure/kustomization.yaml": _kustomization(
-            "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator.",
-            [*plugins, "../../base/fsx-csi", "../../base/mpi-operator", "../settings.yaml"],
-            [*(["../../base/device-plugins/efa/environment"] if spec.efa else []), "../../base/fsx-csi/environment"],
+            "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator, Cluster Autoscaler.",
+            [
+                *plugins,
+                "../../base/fsx-csi",
+                "../../base/mpi-operator",
+                "../../base/cluster-autoscaler",
+                "../settings.yaml",
+            ],
+            components,
         ),
         f"{folder}/training/kustomization.yaml": _kustomization(
             "The training namespace, its FSx claim and MPIJobs (scripts/new-job adds more).",

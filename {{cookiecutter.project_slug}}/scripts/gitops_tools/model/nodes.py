@@ -10,6 +10,10 @@ from .. import catalog
 from .fields import mapping, sequence
 from .pods import PodTemplate
 
+# Tags that tell Cluster Autoscaler what an empty group's nodes would have (kubernetes/autoscaler
+# cluster-autoscaler-1.35.2, cloudprovider/aws/README.md and aws_manager.go buildNodeFromTemplate):
+# <prefix>/label/<key>: value, <prefix>/taint/<key>: value:Effect, <prefix>/resources/<name>: count.
+NODE_TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 

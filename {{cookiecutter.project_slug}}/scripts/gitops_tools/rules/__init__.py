@@ -3,7 +3,7 @@ catalogue order (by category, then id), which is the order of docs/rules.md."""
 
 from __future__ import annotations
 
-from . import apis, efa, flux, gpus, hygiene, mpijob, ordering, scheduling, stages, storage  # noqa: F401  (registers)
+from . import apis, capacity, efa, flux, gpus, hygiene, mpijob, ordering, scheduling, stages, storage  # noqa: F401
 from .registry import CONTEXTS, REGISTRY, Finding, Rule, all_rules
 
 __all__ = ["CONTEXTS", "REGISTRY", "Finding", "Rule", "all_rules"]

@@ -24,6 +24,7 @@ CATEGORIES = (
     "MPIJob",
     "GPUs",
     "Scheduling",
+    "Capacity and queueing",
     "EFA",
     "FSx for Lustre",
     "Ordering",
