@@ -229,7 +229,16 @@ def test_flux_applies_infrastructure_then_training(case, env):
     kinds = {m.kind for m in kustomizations["infrastructure"].objects}
     assert {"HelmRelease", "HelmRepository", "GitRepository", "Kustomization", "StorageClass"} <= kinds
     training_kinds = {m.kind for m in kustomizations["training"].objects}
-    assert training_kinds == {"Namespace", "PersistentVolumeClaim", "MPIJob", "Deployment", "Service"}
+    assert training_kinds == {
+        "Namespace",
+        "PersistentVolumeClaim",
+        "MPIJob",
+        "Deployment",
+        "Service",
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+    }
     names = {m.name for m in kustomizations["infrastructure"].objects}
     assert {"aws-fsx-csi-driver", "mpi-operator"} <= names
 
@@ -397,6 +406,26 @@ def test_gpu_nodes_scale_from_zero(case, env):
         "serviceAccountName": values["rbac"]["serviceAccount"]["name"],
         "wellKnownPolicies": {"autoScaler": True},
     } in associations
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_jobs_queue_for_what_the_gpu_group_holds(case, env):
+    """Kueue admits every MPIJob whole, against a quota equal to the gpu group at maxSize."""
+    bake, options = case
+    instance = catalog.lookup(DEV_TYPE if env == "dev" else answer(options, "gpu_instance_type"))
+    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    mpijob = bake.one(env, "MPIJob")
+    assert mpijob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == bake.one(env, "LocalQueue")["metadata"]["name"]
+    [group] = bake.one(env, "ClusterQueue")["spec"]["resourceGroups"]
+    gpu = next(f for f in group["flavors"] if f["name"] == "gpu")
+    quota = {r["name"]: r["nominalQuota"] for r in gpu["resources"]}
+    assert quota["nvidia.com/gpu"] == nodes * instance.gpus
+    assert quota["cpu"] == nodes * instance.vcpus and quota["memory"] == f"{nodes * instance.memory_gib}Gi"
+    efa = env == "prod" and efa_expected(options)
+    assert quota.get("vpc.amazonaws.com/efa", 0) == (nodes * instance.efa_interfaces if efa else 0)
+    assert set(group["coveredResources"]) == set(quota)
+    releases = {r["metadata"]["name"]: r for r in bake.objects(env, "HelmRelease")}
+    assert releases["kueue"]["spec"]["chartRef"] == {"kind": "OCIRepository", "name": "kueue"}
 
 
 def test_environment_settings_are_never_rendered(case):

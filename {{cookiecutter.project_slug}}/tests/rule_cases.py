@@ -9,6 +9,7 @@ at that field, that many times, and nowhere else.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -609,6 +610,83 @@ def labels_propagated_by_eksctl(world):
         del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/{key}"]
 
 
+QUEUE = "ClusterQueue/training"
+
+
+def _gpu_flavor_quota(world, resource: str) -> dict:
+    flavors = world.find("ClusterQueue")["spec"]["resourceGroups"][0]["flavors"]
+    gpu = next(f for f in flavors if f["name"] == "gpu")
+    return next(r for r in gpu["resources"] if r["name"] == resource)
+
+
+def _second_job(world, name: str, labels: dict | None) -> dict:
+    job = copy.deepcopy(world.mpijob)
+    job["metadata"]["name"] = name
+    if labels is None:
+        job["metadata"].pop("labels", None)
+    else:
+        job["metadata"]["labels"] = labels
+    return job
+
+
+@case("queue-quota-exceeded", FAIL, (JOB, "spec.mpiReplicaSpecs.Worker.replicas"))
+def job_larger_than_the_quota(world):
+    _gpu_flavor_quota(world, "nvidia.com/gpu")["nominalQuota"] = 8
+
+
+@case("queue-quota-exceeded", FAIL, (JOB, "metadata.labels.kueue.x-k8s.io/queue-name"))
+def job_in_a_queue_that_does_not_exist(world):
+    world.mpijob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "research"
+
+
+@case("queue-quota-exceeded", FAIL, (JOB, "spec.mpiReplicaSpecs.Worker.template.spec"))
+def job_requesting_a_resource_the_queue_does_not_cover(world):
+    world.find("ClusterQueue")["spec"]["resourceGroups"][0]["coveredResources"].remove("vpc.amazonaws.com/efa")
+    for flavor in world.find("ClusterQueue")["spec"]["resourceGroups"][0]["flavors"]:
+        flavor["resources"] = [r for r in flavor["resources"] if r["name"] != "vpc.amazonaws.com/efa"]
+
+
+@case("queue-quota-exceeded", PASS)
+def job_exactly_at_the_quota(world):
+    _gpu_flavor_quota(world, "nvidia.com/gpu")["nominalQuota"] = 16
+    _gpu_flavor_quota(world, "memory")["nominalQuota"] = "1728Gi"  # 2 x 864Gi
+
+
+@case("queue-quota-exceeds-capacity", FAIL, (QUEUE, "spec.resourceGroups.0.flavors.1.resources.2.nominalQuota"))
+def quota_for_more_gpus_than_max_size(world):
+    _gpu_flavor_quota(world, "nvidia.com/gpu")["nominalQuota"] = 24
+
+
+@case("queue-quota-exceeds-capacity", PASS)
+def quota_raised_with_max_size(world):
+    _gpu_flavor_quota(world, "nvidia.com/gpu")["nominalQuota"] = 24
+    _gpu_flavor_quota(world, "cpu")["nominalQuota"] = 288
+    world.gpu_group["maxSize"] = 3
+
+
+@case("mpijob-without-queue", FAIL, ("MPIJob/training/adhoc", "metadata"))
+def job_outside_the_queue(world):
+    world.add("training", _second_job(world, "adhoc", None))
+
+
+@case("mpijob-without-queue", PASS)
+def no_queue_in_the_namespace(world):
+    _without_queue(world)
+    del world.mpijob["metadata"]["labels"]
+
+
+@case("gpu-jobs-exceed-capacity", FAIL, (JOB, "metadata.name"), ("MPIJob/training/adhoc", "metadata.name"))
+def two_unqueued_jobs_that_cannot_run_together(world):
+    _without_queue(world)
+    del world.mpijob["metadata"]["labels"]
+    world.add("training", _second_job(world, "adhoc", None))
+
+
+@case("gpu-jobs-exceed-capacity", PASS)
+def two_queued_jobs_take_turns(world):
+    world.add("training", _second_job(world, "second", {"kueue.x-k8s.io/queue-name": "training"}))
+
+
 @case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.0"))
 def efa_job_without_the_net_pin(world):
     at = world.launcher_command.index("NCCL_NET=Libfabric")
@@ -911,8 +989,16 @@ def mpi_operator_over_ssh(world):
     world.find("GitRepository", "mpi-operator")["spec"]["url"] = "ssh://git@github.com/kubeflow/mpi-operator.git"
 
 
+def _without_queue(world) -> None:
+    """The environment without Kueue's objects, for cases about the MPIJob alone."""
+    for kind, name in (("ResourceFlavor", "system"), ("ResourceFlavor", "gpu"), ("ClusterQueue", None)):
+        world.remove(kind, name)
+    world.remove("LocalQueue")
+
+
 @case("custom-resource-before-crd", FAIL, (JOB, "apiVersion"))
 def training_without_depends_on(world):
+    _without_queue(world)
     del world.kustomization("training")["spec"]["dependsOn"]
 
 
@@ -923,6 +1009,7 @@ def mpijob_next_to_nested_operator(world):
 
 @case("custom-resource-before-crd", PASS)
 def crd_in_same_kustomization(world):
+    _without_queue(world)
     del world.kustomization("training")["spec"]["dependsOn"]
     world.remove("Kustomization", "mpi-operator")
     world.remove("GitRepository", "mpi-operator")

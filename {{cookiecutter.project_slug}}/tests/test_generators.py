@@ -468,3 +468,22 @@ def test_new_environment_takes_the_efa_plugin_from_its_regions_registry(repo, tm
     [plugin] = [o for o in objects if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "aws-efa-k8s-device-plugin"]
     [container] = plugin["spec"]["template"]["spec"]["containers"]
     assert container["image"].startswith("800184023465.dkr.ecr.ap-east-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:")
+
+
+def test_new_job_joins_the_queue_and_one_above_the_quota_is_refused(repo, tmp_path):
+    result = tool(repo, "new-job", "second", "--env", "prod", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    jobs = rendered_mpijobs(repo, "prod", tmp_path / "rendered")
+    # Both jobs need every GPU node: they queue, one after the other, and validate is content.
+    assert {name: job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] for name, job in jobs.items()} == {
+        "horovod-train": "training",
+        "second": "training",
+    }
+    assert errors_in(repo, "prod") == []
+    commit(repo, "second job")
+    settings = repo / "overlays/prod/settings.yaml"
+    settings.write_text(settings.read_text().replace("nominalQuota: 16\n", "nominalQuota: 8\n"))
+    commit(repo, "smaller quota")
+    line = refused(tool(repo, "new-job", "third", "--env", "prod", "--workers", "2"))
+    assert line.startswith("queue-quota-exceeded: 2 Worker pods need 16 nvidia.com/gpu"), line
+    assert status(repo) == ""

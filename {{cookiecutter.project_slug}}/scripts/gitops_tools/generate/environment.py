@@ -15,7 +15,7 @@ import yaml
 
 from .. import catalog, eks, fsx
 from ..answers import parse_efa
-from ..model import EFA, LOCAL_CONFIG_ANNOTATION, plural
+from ..model import EFA, GPU, LOCAL_CONFIG_ANNOTATION, plural
 from ..model.mpi import EFA_ENVIRONMENT, mpirun_command
 from ..model.nodes import NODE_TEMPLATE_TAG
 from ..model.substitution import CLUSTER_SETTINGS
@@ -138,6 +138,38 @@ def autoscaler_tags(instance: catalog.InstanceType, efa: bool) -> dict[str, str]
     return tags
 
 
+# The queue's system flavor holds launchers (500m and 1Gi each, overlays/base/training/mpijob.yaml):
+# room for 16 at once, well inside the system node group.
+LAUNCHER_QUOTA = {"cpu": 8, "memory": "16Gi"}
+
+
+def queue_resource_groups(spec: EnvironmentSpec) -> list[dict]:
+    """The ClusterQueue's quota: launchers on the system flavor, and on the gpu flavor everything the
+    gpu group holds at maxSize, so a job is admitted only when its nodes can all exist."""
+    instance = spec.instance
+    gpu_quota = {
+        "cpu": instance.vcpus * spec.nodes,
+        "memory": f"{instance.memory_gib * spec.nodes}Gi",
+        GPU: instance.gpus * spec.nodes,
+    }
+    if spec.efa:
+        gpu_quota[EFA] = instance.efa_interfaces * spec.nodes
+    system_quota = {name: LAUNCHER_QUOTA.get(name, 0) for name in gpu_quota}
+
+    def resources(quota: dict) -> list[dict]:
+        return [{"name": name, "nominalQuota": value} for name, value in quota.items()]
+
+    return [
+        {
+            "coveredResources": list(gpu_quota),
+            "flavors": [
+                {"name": "system", "resources": resources(system_quota)},
+                {"name": "gpu", "resources": resources(gpu_quota)},
+            ],
+        }
+    ]
+
+
 def s3_list_policy(s3_path: str) -> dict:
     return {
         "Version": "2012-10-17",
@@ -177,6 +209,7 @@ def settings(spec: EnvironmentSpec) -> dict:
             "tags": autoscaler_tags(instance, spec.efa),
         },
         "fsx": storage,
+        "queue": {"resourceGroups": queue_resource_groups(spec)},
         "training": {
             "workers": spec.nodes,
             "slotsPerWorker": instance.gpus,
@@ -219,6 +252,10 @@ def settings_text(spec: EnvironmentSpec) -> str:
             f"# {spec.availability_zone}) and the security group from the cluster's {CLUSTER_SETTINGS} ConfigMap,\n"
             f"# which `scripts/cluster-settings --env {spec.name}` writes after `eksctl create cluster` (README).\n"
             "# The parameters cannot change once the class exists."
+        ),
+        "queue": (
+            "# Kueue's ClusterQueue training: launchers on the system nodes, and what the gpu group holds at\n"
+            "# maxSize on the GPU nodes. A job waits until all its pods fit; keep it in step with gpuNodeGroup."
         ),
         "training": (
             f"# MPIJob {JOB}: -np = workers x slotsPerWorker; launcherCommand is mpirun with its options\n"
@@ -327,12 +364,13 @@ def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
             eksctl_components,
         ),
         f"{folder}/infrastructure/kustomization.yaml": _kustomization(
-            "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator, Cluster Autoscaler.",
+            "Device plugins, the FSx CSI driver with its StorageClass, the MPI operator, Cluster Autoscaler, Kueue.",
             [
                 *plugins,
                 "../../base/fsx-csi",
                 "../../base/mpi-operator",
                 "../../base/cluster-autoscaler",
+                "../../base/kueue",
                 "../settings.yaml",
             ],
             components,

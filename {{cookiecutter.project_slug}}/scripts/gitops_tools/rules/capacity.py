@@ -1,10 +1,14 @@
-"""Capacity rules: GPU node groups that grow from zero with Cluster Autoscaler."""
+"""Capacity rules: GPU node groups that grow from zero with Cluster Autoscaler, and Kueue's quota
+against the jobs and the node groups."""
 
 from __future__ import annotations
 
-from ..model import EFA, Scope, mapping, plural
+from ..model import EFA, GPU, Scope, mapping, plural
+from ..model.mpi import mpijobs, replica_templates
 from ..model.nodes import NODE_TEMPLATE_TAG, NodeGroup
 from ..model.plugins import gpu_groups
+from ..model.queues import GROUP as QUEUE_GROUP
+from ..model.queues import QUEUE_LABEL, capacity, find, flavor_groups, queue_name, resource_groups
 from .registry import Finding, category
 
 rule = category("Capacity and queueing")
@@ -81,3 +85,169 @@ def gpu_group_cannot_scale_from_zero(scope: Scope):
             continue
         for field, problem in _template_problems(group):
             yield Finding(scope.cluster_config, f"{group.describe()} starts empty: {problem}", (*group.path, field))
+
+
+# --- Kueue ------------------------------------------------------------------------------------
+
+
+def _pod_request(template, resource: str) -> float:
+    """What Kueue counts for one pod: its containers, or its largest init container if that is more."""
+    init = max((c.request(resource) for c in template.init_containers), default=0.0)
+    return max(template.request(resource), init)
+
+
+def _queued_jobs(scope: Scope):
+    """(MPIJob, its ClusterQueue or None, why none) for every MPIJob that names a queue."""
+    for job in mpijobs(scope.objects):
+        name = queue_name(job)
+        if not name:
+            continue
+        namespace = scope.namespace_of(job)
+        local = find(scope, "LocalQueue", name, namespace)
+        if local is None:
+            yield job, None, f"its queue {name!r} is no LocalQueue in namespace {namespace}"
+            continue
+        cluster_queue = str(mapping(local.doc, "spec").get("clusterQueue", ""))
+        found = find(scope, "ClusterQueue", cluster_queue)
+        yield job, found, None if found else f"LocalQueue {name} points at no ClusterQueue {cluster_queue!r}"
+
+
+def _fmt(resource: str, value: float) -> str:
+    return f"{value / 2**30:g}Gi" if resource == "memory" else f"{value:g}"
+
+
+@rule(
+    "queue-quota-exceeded",
+    "error",
+    requires=("environment",),
+    description="An MPIJob needs more than its Kueue ClusterQueue can ever admit",
+    remediation="Make the job smaller (workers, GPUs per worker) or raise the ClusterQueue's quota together with "
+    "the node group's maxSize (overlays/<env>/settings.yaml: queue and gpuNodeGroup).",
+    docs="""Kueue admits a job whole: all its pods of one kind must fit one flavor's quota, and a resource the
+      ClusterQueue does not cover cannot be admitted at all. A job above that stays suspended in the queue for
+      ever, with no error anywhere but its Workload's status. Pods count as Kueue counts them: their
+      containers' requests, or their largest init container's when that is more.""",
+)
+def queue_quota_exceeded(scope: Scope):
+    for job, cluster_queue, missing in _queued_jobs(scope):
+        if cluster_queue is None:
+            yield Finding(job, f"{missing}, so the job is never admitted", ("metadata", "labels", QUEUE_LABEL))
+            continue
+        groups = resource_groups(cluster_queue)
+        for template in replica_templates(job).values():
+            replicas = template.replicas or 0
+            resources = {
+                str(name)
+                for container in template.containers + template.init_containers
+                for section in ("requests", "limits")
+                for name in mapping(container.spec, "resources", section)
+            }
+            demand = {r: _pod_request(template, r) * replicas for r in sorted(resources)}
+            demand = {r: v for r, v in demand.items() if v > 0}
+            uncovered = [r for r in demand if not any(r in covered for covered, _ in groups)]
+            if uncovered:
+                yield Finding(
+                    job,
+                    f"{template.label}s request {', '.join(uncovered)}, which ClusterQueue {cluster_queue.name} "
+                    "does not cover, so the job is never admitted",
+                    (*template.path[:-2], "template", "spec"),
+                )
+                continue
+            for covered, flavors in groups:
+                wanted = {r: v for r, v in demand.items() if r in covered}
+                if wanted and not any(all(f.quota.get(r, 0) >= v for r, v in wanted.items()) for f in flavors):
+                    largest = {r: max((f.quota.get(r, 0) for f in flavors), default=0) for r in wanted}
+                    short = [r for r, v in wanted.items() if largest[r] < v]
+                    yield Finding(
+                        job,
+                        f"{plural(replicas, template.label)} need "
+                        + ", ".join(f"{_fmt(r, wanted[r])} {r}" for r in short)
+                        + f" but no flavor of ClusterQueue {cluster_queue.name} holds more than "
+                        + ", ".join(f"{_fmt(r, largest[r])}" for r in short)
+                        + ", so the job is never admitted",
+                        (*template.path[:-2], "replicas"),
+                    )
+
+
+@rule(
+    "queue-quota-exceeds-capacity",
+    "error",
+    requires=("cluster", "environment"),
+    description="A Kueue flavor's quota is more than its node groups hold at maxSize",
+    remediation="Lower the quota to what the flavor's node groups hold at maxSize, or raise maxSize "
+    "(overlays/<env>/settings.yaml: queue and gpuNodeGroup, which the generators keep in step).",
+    docs="""Kueue admits jobs against quota, not against nodes: with a quota above what the flavor's node groups
+      can ever hold, it admits a job whose pods then stay Pending, holding the nodes that did start, and
+      blocking the jobs behind it. A flavor's node groups are those whose node labels include its
+      `nodeLabels`; capacity is maxSize x the instance type's vCPUs, memory, GPUs and (with efaEnabled) EFA
+      interfaces.""",
+)
+def queue_quota_exceeds_capacity(scope: Scope):
+    for cluster_queue in scope.of("ClusterQueue", QUEUE_GROUP):
+        for _, flavors in resource_groups(cluster_queue):
+            for flavor in flavors:
+                groups = flavor_groups(scope, flavor.name)
+                if groups is None:
+                    continue
+                held = capacity(groups)
+                if held is None:
+                    continue
+                for resource, quota in flavor.quota.items():
+                    if resource in held and quota > held[resource]:
+                        names = ", ".join(g.name for g in groups) or "no node group"
+                        yield Finding(
+                            cluster_queue,
+                            f"flavor {flavor.name} has a {resource} quota of {_fmt(resource, quota)} but its node "
+                            f"groups ({names}) hold {_fmt(resource, held[resource])} at maxSize",
+                            flavor.paths[resource],
+                        )
+
+
+@rule(
+    "mpijob-without-queue",
+    "error",
+    requires=("environment",),
+    description="An MPIJob names no Kueue queue in a namespace that has one",
+    remediation=f"Label the MPIJob with {QUEUE_LABEL}: <the namespace's LocalQueue> (scripts/new-job does).",
+    docs=f"""Kueue leaves a job without the `{QUEUE_LABEL}` label alone (its default configuration does not manage
+      jobs without one): the job starts at once, outside the quota, and its pods take GPU nodes the queued
+      jobs were admitted for. Two such jobs can each start half their workers and block each other.""",
+)
+def mpijob_without_queue(scope: Scope):
+    queued_namespaces = {scope.namespace_of(m) for m in scope.of("LocalQueue", QUEUE_GROUP)}
+    for job in mpijobs(scope.objects):
+        namespace = scope.namespace_of(job)
+        if not queue_name(job) and namespace in queued_namespaces:
+            yield Finding(job, f"namespace {namespace} has a LocalQueue but the job names no queue", ("metadata",))
+
+
+@rule(
+    "gpu-jobs-exceed-capacity",
+    "error",
+    requires=("cluster",),
+    description="The MPIJobs outside any queue need more GPUs together than the GPU node groups hold",
+    remediation="Put the jobs in the namespace's Kueue queue, so they run one after another, or remove some.",
+    docs="""MPIJobs that no queue admits start together: their workers all ask for nodes at once. When the GPUs
+      of all of them exceed what the GPU node groups hold at maxSize, some workers of several jobs stay
+      Pending and no job can start its MPI world, though the nodes that did start are billed. Queued jobs
+      are left out of the sum: Kueue runs them as the quota allows.""",
+)
+def gpu_jobs_exceed_capacity(scope: Scope):
+    held = capacity(gpu_groups(scope)) if gpu_groups(scope) else None
+    if held is None:
+        return
+    demand = [
+        (job, sum((t.replicas or 0) * t.request(GPU) for t in replica_templates(job).values()))
+        for job in mpijobs(scope.objects)
+        if not queue_name(job)
+    ]
+    unqueued = [job for job, gpus in demand if gpus > 0]
+    total = sum(gpus for _, gpus in demand)
+    if len(unqueued) > 1 and total > held[GPU]:
+        for job in unqueued:
+            yield Finding(
+                job,
+                f"{plural(len(unqueued), 'MPIJob')} outside a queue need {total:g} GPUs together, the GPU node "
+                f"groups hold {held[GPU]:g} at maxSize",
+                ("metadata", "name"),
+            )

@@ -20,6 +20,22 @@ rule = category("Ordering")
 REMOTE_PROVIDERS = (
     # The MPI operator's kustomize overlays (manifests/base holds kubeflow.org_mpijobs.yaml).
     {"url": "github.com/kubeflow/mpi-operator", "provides": ["kubeflow.org/MPIJob"]},
+    # Kueue's Helm chart (charts/kueue/templates/crd), from its OCI repository or by name.
+    {
+        "url": "oci://registry.k8s.io/kueue/charts/kueue",
+        "chart": "kueue",
+        "provides": [
+            "kueue.x-k8s.io/ResourceFlavor",
+            "kueue.x-k8s.io/ClusterQueue",
+            "kueue.x-k8s.io/LocalQueue",
+            "kueue.x-k8s.io/Cohort",
+            "kueue.x-k8s.io/WorkloadPriorityClass",
+            "kueue.x-k8s.io/AdmissionCheck",
+            "kueue.x-k8s.io/Topology",
+            "kueue.x-k8s.io/ProvisioningRequestConfig",
+            "kueue.x-k8s.io/Workload",
+        ],
+    },
 )
 _BOOTSTRAP_GROUPS = (
     "kustomize.toolkit.fluxcd.io",
@@ -126,8 +142,19 @@ def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
                             found.setdefault(str(key), []).append(Provider(top, manifest, _key(manifest)))
             elif manifest.kind == "HelmRelease":
                 chart = str(mapping(manifest.doc, "spec", "chart", "spec").get("chart", ""))
+                ref = mapping(manifest.doc, "spec", "chartRef")  # a chart straight from an OCIRepository
+                source = sources.get(
+                    (
+                        str(ref.get("kind", "")),
+                        str(ref.get("namespace") or manifest.namespace or "flux-system"),
+                        str(ref.get("name", "")),
+                    )
+                )
+                url = normalise_url(mapping(source.doc, "spec").get("url", "")) if source else ""
                 for entry in table:
-                    if chart and entry.get("chart") == chart:
+                    by_chart = chart and entry.get("chart") == chart
+                    by_url = url and entry.get("url") and normalise_url(entry["url"]) == url
+                    if by_chart or by_url:
                         for key in entry.get("provides") or []:
                             found.setdefault(str(key), []).append(Provider(top, manifest))
     return found
