@@ -28,8 +28,10 @@ MATRIX = {
         "fsx_deployment_type": "PERSISTENT_2",
         "fsx_capacity_gib": "2400",
     },
-    "p5-48xlarge-1.35-persistent1-s3": {
+    "p5-48xlarge-1.35-persistent1-s3-capacity-block": {
         "gpu_instance_type": "p5.48xlarge",
+        "gpu_capacity_reservation": "cr-0123456789abcdef0",
+        "gpu_capacity_block": "yes",
         "kubernetes_version": "1.35",
         "fsx_deployment_type": "PERSISTENT_1",
         "fsx_s3_import_path": "s3://training-data-bucket/imagenet",
@@ -426,6 +428,20 @@ def test_jobs_queue_for_what_the_gpu_group_holds(case, env):
     assert set(group["coveredResources"]) == set(quota)
     releases = {r["metadata"]["name"]: r for r in bake.objects(env, "HelmRelease")}
     assert releases["kueue"]["spec"]["chartRef"] == {"kind": "OCIRepository", "name": "kueue"}
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_reserved_capacity_where_chosen(case, env):
+    bake, options = case
+    group = gpu_group(bake.cluster_config(env))
+    reservation = answer(options, "gpu_capacity_reservation") if env == "prod" else ""
+    if reservation:
+        assert group["capacityReservation"] == {"capacityReservationTarget": {"capacityReservationID": reservation}}
+    else:
+        assert "capacityReservation" not in group
+    block = env == "prod" and answer(options, "gpu_capacity_block") == "yes"
+    assert group.get("instanceMarketOptions") == ({"marketType": "capacity-block"} if block else None)
+    assert "spot" not in group
 
 
 def test_environment_settings_are_never_rendered(case):

@@ -49,6 +49,8 @@ BAD_ANSWERS = {
         {"trainer_image_repository": "docker.io/org/trainer"},
         "trainer_image_repository",
     ),
+    "capacity-reservation-id-malformed": ({"gpu_capacity_reservation": "cr-123"}, "gpu_capacity_reservation"),
+    "capacity-block-without-reservation": ({"gpu_capacity_block": "yes"}, "gpu_capacity_block"),
     "git-url-not-a-url": ({"git_repository_url": "github.com/org/repo"}, "git_repository_url"),
     "cluster-name-starts-with-digit": ({"cluster_name": "1cluster"}, "cluster_name"),
 }

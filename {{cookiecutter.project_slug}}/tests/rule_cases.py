@@ -687,6 +687,45 @@ def two_queued_jobs_take_turns(world):
     world.add("training", _second_job(world, "second", {"kueue.x-k8s.io/queue-name": "training"}))
 
 
+RESERVATION = {"capacityReservationTarget": {"capacityReservationID": "cr-0123456789abcdef0"}}
+
+
+@case(
+    "reserved-capacity-invalid",
+    FAIL,
+    (CLUSTER, "managedNodeGroups.1.instanceMarketOptions"),
+    (CLUSTER, "managedNodeGroups.1.maxSize"),
+)
+def capacity_block_without_its_id_and_too_large(world):
+    world.gpu_group["instanceMarketOptions"] = {"marketType": "capacity-block"}
+    world.gpu_group["capacityReservation"] = {"capacityReservationPreference": "open"}
+    world.gpu_group["maxSize"] = 65
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.availabilityZones"))
+def reservation_across_two_zones(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["efaEnabled"] = False
+    world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.spot"), (CLUSTER, "managedNodeGroups.1.spot"))
+def spot_on_efa_gpus_in_prod(world):
+    world.gpu_group["spot"] = True
+
+
+@case("reserved-capacity-invalid", PASS)
+def capacity_block_as_aws_documents_it(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["instanceMarketOptions"] = {"marketType": "capacity-block"}
+
+
+@case("reserved-capacity-invalid", PASS)
+def spot_in_dev_without_efa(world):
+    world.env = "dev"
+    world.gpu_group.update(spot=True, efaEnabled=False)
+
+
 @case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.0"))
 def efa_job_without_the_net_pin(world):
     at = world.launcher_command.index("NCCL_NET=Libfabric")

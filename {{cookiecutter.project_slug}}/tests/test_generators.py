@@ -487,3 +487,53 @@ def test_new_job_joins_the_queue_and_one_above_the_quota_is_refused(repo, tmp_pa
     line = refused(tool(repo, "new-job", "third", "--env", "prod", "--workers", "2"))
     assert line.startswith("queue-quota-exceeded: 2 Worker pods need 16 nvidia.com/gpu"), line
     assert status(repo) == ""
+
+
+def test_new_environment_on_a_capacity_block(repo, tmp_path):
+    args = ("cb", "--instance-type", "p5.48xlarge", "--nodes", "2", "--capacity-reservation", "cr-0123456789abcdef0")
+    result = tool(repo, "new-environment", *args, "--capacity-block")
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "cb") == []
+    out = tmp_path / "rendered"
+    assert tool(repo, "render", "--env", "cb", "--out", str(out)).returncode == 0
+    config = yaml.safe_load((out / "cb" / "eksctl.yaml").read_text())
+    [group] = [g for g in config["managedNodeGroups"] if g["name"] == "gpu"]
+    target = {"capacityReservationID": "cr-0123456789abcdef0"}
+    assert group["capacityReservation"] == {"capacityReservationTarget": target}
+    assert group["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert (group["minSize"], group["desiredCapacity"], group["maxSize"]) == (0, 0, 2)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("lab", "--instance-type", "p4d.24xlarge", "--nodes", "1", "--spot"),
+            "--spot: 'lab' would run EFA nodes on Spot; give --no-efa with --spot, or drop --spot",
+        ),
+        (
+            ("prod-eu", "--instance-type", "g5.xlarge", "--nodes", "1", "--spot"),
+            "--spot: 'prod-eu' is a production environment; use Spot for development environments only",
+        ),
+        (
+            ("lab", "--instance-type", "g5.xlarge", "--nodes", "1", "--capacity-block"),
+            "gpu_capacity_block: 'yes' needs the Capacity Block's reservation id; give gpu_capacity_reservation "
+            "(cr-...) or answer no",
+        ),
+    ],
+    ids=["spot-with-efa", "spot-in-production", "block-without-reservation"],
+)
+def test_new_environment_refuses_capacity_that_cannot_work(repo, args, message):
+    assert refused(tool(repo, "new-environment", *args)) == message
+    assert status(repo) == ""
+
+
+def test_new_environment_on_spot_for_development(repo, tmp_path):
+    result = tool(repo, "new-environment", "lab", "--instance-type", "g5.xlarge", "--nodes", "2", "--spot")
+    assert result.returncode == 0, result.stderr
+    assert errors_in(repo, "lab") == []
+    out = tmp_path / "rendered"
+    assert tool(repo, "render", "--env", "lab", "--out", str(out)).returncode == 0
+    config = yaml.safe_load((out / "lab" / "eksctl.yaml").read_text())
+    [group] = [g for g in config["managedNodeGroups"] if g["name"] == "gpu"]
+    assert group["spot"] is True and group.get("efaEnabled") is False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from . import catalog, eks, fsx
+from .model.scope import PRODUCTION_NAMES
 
 _DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]*$")
@@ -153,6 +154,42 @@ def parse_efa(value: object, instance_type: str) -> tuple[bool | None, str | Non
     return has_efa if value == "auto" else value == "on", None
 
 
+YES_NO = ("no", "yes")
+
+
+def check_capacity_reservation(reservation: str, capacity_block: str) -> str | None:
+    """An On-Demand Capacity Reservation or Capacity Block for ML for the GPU nodes (one id, cr-...)."""
+    if reservation and not eks.CAPACITY_RESERVATION_ID.match(reservation):
+        return _bad(
+            "gpu_capacity_reservation",
+            reservation,
+            "is not a capacity reservation id",
+            "give the id EC2 shows for it, cr- and 17 hex digits, or leave it empty",
+        )
+    if capacity_block not in YES_NO:
+        return _bad("gpu_capacity_block", capacity_block, "is not yes or no", "answer yes or no")
+    if capacity_block == "yes" and not reservation:
+        return _bad(
+            "gpu_capacity_block",
+            capacity_block,
+            "needs the Capacity Block's reservation id",
+            "give gpu_capacity_reservation (cr-...) or answer no",
+        )
+    return None
+
+
+def check_spot(env: str, efa: bool, reservation: str) -> str | None:
+    """Spot GPU nodes may be reclaimed at two minutes' notice: for development environments only,
+    never with EFA (a reclaimed node ends the whole MPI job) or a reservation."""
+    if env in PRODUCTION_NAMES or env.startswith(tuple(f"{n}-" for n in PRODUCTION_NAMES)):
+        return _bad("--spot", env, "is a production environment", "use Spot for development environments only")
+    if efa:
+        return _bad("--spot", env, "would run EFA nodes on Spot", "give --no-efa with --spot, or drop --spot")
+    if reservation:
+        return _bad("--spot", env, "also has a capacity reservation", "give one of --spot and --capacity-reservation")
+    return None
+
+
 def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> str | None:
     if deployment_type not in fsx.DEPLOYMENT_TYPES:
         return _bad(
@@ -249,6 +286,9 @@ def check_environment_answers(answers: dict) -> list[str]:
         problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
     problems.append(
         check_fsx(answers["fsx_deployment_type"], answers["fsx_capacity_gib"], answers["fsx_s3_import_path"])
+    )
+    problems.append(
+        check_capacity_reservation(answers.get("gpu_capacity_reservation", ""), answers.get("gpu_capacity_block", "no"))
     )
     return [p for p in problems if p]
 

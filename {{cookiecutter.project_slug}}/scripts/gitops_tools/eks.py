@@ -80,6 +80,10 @@ def eks_image_registry(region: str) -> str:
     return f"{_EKS_IMAGE_ACCOUNTS.get(region, _EKS_IMAGE_ACCOUNT)}.dkr.ecr.{region}.amazonaws.com"
 
 
+# An EC2 capacity reservation's id, which On-Demand Capacity Reservations and Capacity Blocks for ML share.
+CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
+
+
 # An AZ name is its region followed by one zone letter (us-west-2a). Which letters exist
 # differs per account, so the letter itself is only checked for shape.
 _AZ_SUFFIX = re.compile(r"^[a-z]$")

@@ -3,6 +3,7 @@
     scripts/new-environment NAME --instance-type T --nodes N [--efa|--no-efa] [--region R]
         [--availability-zone AZ] [--fsx-deployment-type D] [--fsx-capacity-gib G]
         [--fsx-s3-import-path P] [--delete-fsx-with-claim]
+        [--capacity-reservation cr-... [--capacity-block]] [--spot]
 
 Answers are checked by the same code as the template's questions (gitops_tools.answers), with the
 same messages; defaults come from platform.yaml (new_environment). The new environment is rendered
@@ -49,6 +50,11 @@ def parse_args(argv):
         action="store_true",
         help="reclaimPolicy Delete: deleting the claim deletes the file system (throwaway environments)",
     )
+    parser.add_argument(
+        "--capacity-reservation", default="", help="an On-Demand Capacity Reservation or Capacity Block id (cr-...)"
+    )
+    parser.add_argument("--capacity-block", action="store_true", help="the reservation is a Capacity Block for ML")
+    parser.add_argument("--spot", action="store_true", help="Spot GPU nodes: development only, never with EFA")
     parser.set_defaults(efa="auto")
     return parser.parse_args(argv)
 
@@ -76,10 +82,18 @@ def plan(root: Path, args) -> EnvironmentSpec:
         "fsx_deployment_type": args.fsx_deployment_type,
         "fsx_capacity_gib": args.fsx_capacity_gib,
         "fsx_s3_import_path": args.fsx_s3_import_path,
+        "gpu_capacity_reservation": args.capacity_reservation,
+        "gpu_capacity_block": "yes" if args.capacity_block else "no",
     }
     problems = answers.check_environment_answers(given)
     if problems:
         raise InputError(problems[0])
+    if args.spot:
+        efa = answers.parse_efa(args.efa, args.instance_type)[0]
+        problem = answers.check_spot(args.name, bool(efa), args.capacity_reservation)
+        if problem:
+            raise InputError(problem)
+    given["spot"] = args.spot
     return EnvironmentSpec.from_answers(args.name, given, prefix, args.delete_fsx_with_claim)
 
 
@@ -119,9 +133,8 @@ def _new_environment(argv: list[str] | None) -> int:
     else:
         print(f"{README} has no table of environments (its marker comments are gone); add {spec.name} by hand")
     print(
-        f"next: fill in the FSx subnet and security group in overlays/{spec.name}/settings.yaml, then "
-        f"`eksctl create cluster -f rendered/{spec.name}/eksctl.yaml` (after scripts/render) and "
-        f"`flux bootstrap ... --path=clusters/{spec.name}`",
+        f"next: `scripts/render --env {spec.name}`, `eksctl create cluster -f rendered/{spec.name}/eksctl.yaml`, "
+        f"`scripts/cluster-settings --env {spec.name}`, then `flux bootstrap ... --path=clusters/{spec.name}`",
         file=sys.stdout,
     )
     return 0

@@ -42,6 +42,9 @@ class EnvironmentSpec:
     fsx_capacity_gib: int = 1200
     fsx_s3_import_path: str = ""
     delete_fsx_with_claim: bool = False
+    capacity_reservation: str = ""  # cr-...: the GPU nodes launch into this reservation
+    capacity_block: bool = False  # the reservation is a Capacity Block for ML
+    spot: bool = False  # Spot instances (dev only; never with EFA)
 
     @classmethod
     def from_answers(
@@ -61,6 +64,9 @@ class EnvironmentSpec:
             fsx_capacity_gib=int(answers["fsx_capacity_gib"]),
             fsx_s3_import_path=answers["fsx_s3_import_path"],
             delete_fsx_with_claim=delete_fsx_with_claim,
+            capacity_reservation=answers.get("gpu_capacity_reservation", ""),
+            capacity_block=answers.get("gpu_capacity_block", "no") == "yes",
+            spot=bool(answers.get("spot", False)),
         )
 
     @property
@@ -122,6 +128,21 @@ def fsx_parameters(spec: EnvironmentSpec) -> dict:
         parameters["s3ImportPath"] = spec.fsx_s3_import_path
         parameters["autoImportPolicy"] = "NEW_CHANGED"
     return parameters
+
+
+def capacity_options(spec: EnvironmentSpec) -> dict:
+    """The gpu group's purchasing options, eksctl v0.230.0's fields (pkg/apis/eksctl.io/v1alpha5, the
+    ManagedNodeGroup's capacityReservation, instanceMarketOptions and spot). A reservation lives in
+    one zone and has the instance type it was bought for."""
+    options = {}
+    if spec.capacity_reservation:
+        target = {"capacityReservationID": spec.capacity_reservation}
+        options["capacityReservation"] = {"capacityReservationTarget": target}
+    if spec.capacity_block:
+        options["instanceMarketOptions"] = {"marketType": "capacity-block"}
+    if spec.spot:
+        options["spot"] = True
+    return options
 
 
 def autoscaler_tags(instance: catalog.InstanceType, efa: bool) -> dict[str, str]:
@@ -207,6 +228,7 @@ def settings(spec: EnvironmentSpec) -> dict:
             "maxSize": spec.nodes,
             "efaEnabled": spec.efa,
             "tags": autoscaler_tags(instance, spec.efa),
+            **capacity_options(spec),
         },
         "fsx": storage,
         "queue": {"resourceGroups": queue_resource_groups(spec)},
@@ -349,6 +371,13 @@ def _overlays(spec: EnvironmentSpec) -> dict[str, str]:
     eksctl_components = ["../../base/eksctl/environment"]
     if spec.fsx_s3_import_path:
         eksctl_components.append("../../base/eksctl/fsx-s3-import")
+    for option, component in (
+        (spec.capacity_reservation, "capacity-reservation"),
+        (spec.capacity_block, "capacity-block"),
+        (spec.spot, "spot"),
+    ):
+        if option:
+            eksctl_components.append(f"../../base/eksctl/{component}")
     plugins = ["../../base/device-plugins/nvidia"] + (["../../base/device-plugins/efa"] if spec.efa else [])
     components = [
         *(["../../base/device-plugins/efa/environment"] if spec.efa else []),

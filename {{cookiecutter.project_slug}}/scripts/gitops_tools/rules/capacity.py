@@ -3,6 +3,7 @@ against the jobs and the node groups."""
 
 from __future__ import annotations
 
+from ..eks import CAPACITY_RESERVATION_ID
 from ..model import EFA, GPU, Scope, mapping, plural
 from ..model.mpi import mpijobs, replica_templates
 from ..model.nodes import NODE_TEMPLATE_TAG, NodeGroup
@@ -251,3 +252,68 @@ def gpu_jobs_exceed_capacity(scope: Scope):
                 f"groups hold {held[GPU]:g} at maxSize",
                 ("metadata", "name"),
             )
+
+
+# --- reserved and Spot capacity -----------------------------------------------------------------
+
+# A Capacity Block holds 1 to 64 instances (AWS EC2 User Guide, "Capacity Blocks for ML").
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+
+
+def _purchase_problems(scope: Scope, group: NodeGroup) -> list[tuple[str, str]]:
+    """(field, what cannot work) for the group's reservation, capacity block and Spot settings."""
+    doc = group.doc
+    reservation = mapping(doc, "capacityReservation")
+    target = mapping(reservation, "capacityReservationTarget")
+    reservation_id = str(target.get("capacityReservationID", "") or "")
+    block = mapping(doc, "instanceMarketOptions").get("marketType") == "capacity-block"
+    spot = doc.get("spot") is True
+    problems = []
+    if reservation_id and not CAPACITY_RESERVATION_ID.match(reservation_id):
+        problems.append(("capacityReservation", f"{reservation_id!r} is not a capacity reservation id (cr-...)"))
+    if (reservation or block) and len(group.zones) + len(group.subnets) != 1:
+        problems.append(
+            ("availabilityZones", "a reservation lives in one availability zone; give the group exactly one")
+        )
+    if block:
+        if not reservation_id:
+            problems.append(
+                ("instanceMarketOptions", "a Capacity Block needs capacityReservationTarget.capacityReservationID")
+            )
+        if len(group.instance_types) != 1 or not doc.get("instanceType"):
+            problems.append(("instanceTypes", "a Capacity Block is for one instance type: set instanceType alone"))
+        for field in ("minSize", "desiredCapacity"):
+            if isinstance(doc.get(field), int) and doc[field] > 0:
+                problems.append(
+                    (field, f"{field} {doc[field]}: instances launch only while the block is active; use 0")
+                )
+        if isinstance(doc.get("maxSize"), int) and doc["maxSize"] > CAPACITY_BLOCK_MAX_INSTANCES:
+            problems.append(("maxSize", f"a Capacity Block holds at most {CAPACITY_BLOCK_MAX_INSTANCES} instances"))
+    if spot:
+        if reservation or block:
+            problems.append(("spot", "Spot and a capacity reservation exclude each other"))
+        if group.efa_enabled:
+            problems.append(("spot", "Spot on an efaEnabled group: one reclaimed node ends the whole MPI job"))
+        if scope.production and (group.smallest("gpus") or 0) > 0:
+            problems.append(("spot", f"Spot GPU nodes in {scope.env}: Spot is for development environments"))
+    return problems
+
+
+@rule(
+    "reserved-capacity-invalid",
+    "error",
+    requires=("cluster",),
+    description="A node group's capacity reservation, Capacity Block or Spot settings cannot work",
+    remediation="Target the reservation by id (cr-...) from a group in its one zone with its one instance type; "
+    "for a Capacity Block set marketType capacity-block, minSize and desiredCapacity 0 and maxSize at most 64; "
+    "keep Spot to development groups without EFA.",
+    docs="""eksctl v0.230.0 (pkg/apis/eksctl.io/v1alpha5/validation.go) checks the shape of `capacityReservation`
+      and `instanceMarketOptions`, not what EC2 then refuses: a reservation and a Capacity Block live in one
+      zone and are for one instance type; a Capacity Block needs its reservation id, holds 1 to 64 instances,
+      and launches nothing before it starts (the group must be able to stay at 0); Spot cannot use a
+      reservation. Spot is for development only and never with EFA: a reclaimed node ends the whole MPI job.""",
+)
+def reserved_capacity_invalid(scope: Scope):
+    for group in scope.node_groups:
+        for field, problem in _purchase_problems(scope, group):
+            yield Finding(scope.cluster_config, f"{group.describe()}: {problem}", (*group.path, field))
