@@ -12,15 +12,20 @@ def manifest(doc: dict, env: str = "prod", source: str = "training") -> Manifest
     return Manifest(doc=doc, file="test.yaml", env=env, source=source)
 
 
-def mpijob(workers: int, gpus: int, launcher_gpus: int = 0) -> dict:
+def mpijob(workers: int, gpus: int, launcher_gpus: int = 0, name: str = "train", queue: str | None = None) -> dict:
+    """An MPIJob in namespace t; with `queue`, labelled for that Kueue LocalQueue."""
+
     def template(count):
         resources = {"limits": {"nvidia.com/gpu": count}} if count else {}
         return {"spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}
 
+    metadata = {"name": name, "namespace": "t"}
+    if queue:
+        metadata["labels"] = {"kueue.x-k8s.io/queue-name": queue}
     return {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
-        "metadata": {"name": "train", "namespace": "t"},
+        "metadata": metadata,
         "spec": {
             "mpiReplicaSpecs": {
                 "Launcher": {"replicas": 1, "template": template(launcher_gpus)},
@@ -39,6 +44,29 @@ def cluster_config(max_size, instance_type: str = "p4d.24xlarge") -> dict:
             {"name": "system", "instanceType": "m6i.xlarge", "maxSize": 3},
             {"name": "gpu", "instanceType": instance_type, "maxSize": max_size},
         ],
+    }
+
+
+def cluster_queue(gpus, name: str = "training") -> dict:
+    """A Kueue ClusterQueue as the environment generator writes it: launchers on the system flavor (no
+    GPUs), `gpus` on the gpu flavor."""
+
+    def flavor(flavor_name: str, cpu, gpu_quota) -> dict:
+        quota = {"cpu": cpu, "nvidia.com/gpu": gpu_quota}
+        return {"name": flavor_name, "resources": [{"name": k, "nominalQuota": v} for k, v in quota.items()]}
+
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "nvidia.com/gpu"],
+                    "flavors": [flavor("system", 8, 0), flavor("gpu", 96, gpus)],
+                }
+            ]
+        },
     }
 
 

@@ -11,11 +11,12 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from diff_objects import annotated, claim, cluster_config, environment, mpijob, storage_class
+from diff_objects import annotated, claim, cluster_config, cluster_queue, environment, mpijob, storage_class
 
 GIVES, NOT = "gives", "not"
 SC, PVC, JOB = "StorageClass fsx", "PersistentVolumeClaim t/data", "MPIJob t/train"
 CLUSTER = "ClusterConfig c"
+QUEUE = "training"  # the LocalQueue a queued MPIJob names
 
 
 @dataclass
@@ -276,4 +277,34 @@ def workers_outgrow_the_node_group():
 def node_group_grows_with_the_workers():
     return [environment([mpijob(2, 8)], cluster=cluster_config(2))], [
         environment([mpijob(4, 8)], cluster=cluster_config(4))
+    ]
+
+
+@case("gpus-exceed-capacity", GIVES, "GPU capacity")
+def queued_job_alone_outgrows_the_node_group():
+    return [environment([cluster_queue(16), mpijob(2, 8, queue=QUEUE)], cluster=cluster_config(2))], [
+        environment([cluster_queue(16), mpijob(4, 8, queue=QUEUE)], cluster=cluster_config(2))
+    ]
+
+
+@case("gpus-exceed-capacity", NOT)
+def queued_jobs_that_each_fit_take_turns():
+    first = mpijob(2, 8, queue=QUEUE)
+    second = mpijob(2, 8, name="train-2", queue=QUEUE)
+    return [environment([cluster_queue(16), first], cluster=cluster_config(2))], [
+        environment([cluster_queue(16), first, second], cluster=cluster_config(2))
+    ]
+
+
+@case("gpu-capacity-changed", GIVES, "GPU capacity")
+def node_group_and_quota_grow():
+    return [environment([cluster_queue(16)], cluster=cluster_config(2))], [
+        environment([cluster_queue(32)], cluster=cluster_config(4))
+    ]
+
+
+@case("gpu-capacity-changed", NOT)
+def queued_job_grows_within_the_quota():
+    return [environment([cluster_queue(16), mpijob(1, 8, queue=QUEUE)], cluster=cluster_config(2))], [
+        environment([cluster_queue(16), mpijob(2, 8, queue=QUEUE)], cluster=cluster_config(2))
     ]

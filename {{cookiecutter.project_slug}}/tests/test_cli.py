@@ -219,12 +219,20 @@ def test_validate_on_a_symbolic_link_loop(repo, tmp_path):
 
 
 def slow_kustomize(folder: Path) -> dict:
-    """An environment whose `kustomize` waits before building, so a signal lands while a verb works."""
+    """An environment whose `kustomize` marks that it started (folder/started), then waits before
+    building, so a signal lands while a verb works."""
     folder.mkdir()
     shim = folder / "kustomize"
-    shim.write_text('#!/bin/sh\nshift\nsleep 30\nexec kubectl kustomize "$@"\n')
+    shim.write_text(f'#!/bin/sh\ntouch "{folder}/started"\nshift\nsleep 30\nexec kubectl kustomize "$@"\n')
     shim.chmod(0o755)
     return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def wait_for(path: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +254,9 @@ def test_an_interrupted_verb_says_so_in_one_line_and_leaves_nothing(repo, tmp_pa
         text=True,
         start_new_session=True,
     )
-    time.sleep(2)  # well inside the 30 s the first build waits
+    # Once a build has started the verb is at work (its handlers set), well inside the 30 s the build waits;
+    # a fixed delay instead would race the interpreter's start on a loaded machine.
+    wait_for(tmp_path / "bin" / "started")
     os.killpg(process.pid, signum)  # as a terminal (or a CI runner) signals the whole process group
     out, err = process.communicate(timeout=60)
     result = subprocess.CompletedProcess(process.args, process.returncode, out, err)

@@ -104,8 +104,36 @@ def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
     assert f"-      replicas: {replicas}\n+      replicas: {replicas + 2}" in diff
     titles = notice_titles(prod, MPIJOB)
     assert titles == {"running job keeps its spec": "warning"}
+    # As generated, the queue's GPU quota is what the gpu group holds at maxSize; scaling a job changes neither.
     capacity = prod["gpu_capacity"]["after"]
+    assert prod["gpu_quota"]["before"] == prod["gpu_quota"]["after"] == capacity
+    assert "GPU capacity changes" not in notice_titles(prod, "GPU capacity")
+    # The job is queued: it needs the GPUs alone, whatever else waits in the queue.
     assert ("not enough GPUs" in notice_titles(prod, "GPU capacity")) == ((replicas + 2) * per_worker > capacity)
+
+
+def test_growing_the_gpu_group_shows_capacity_quota_and_gpu_hours(repo):
+    settings = repo.read_yaml("overlays/prod/settings.yaml")
+    nodes = settings["gpuNodeGroup"]["maxSize"]
+    settings["gpuNodeGroup"]["maxSize"] = nodes + 1
+    [flavor] = [f for f in settings["queue"]["resourceGroups"][0]["flavors"] if f["name"] == "gpu"]
+    [quota] = [r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu"]
+    per_node = quota["nominalQuota"] // nodes
+    quota["nominalQuota"] += per_node
+    repo.write_yaml("overlays/prod/settings.yaml", settings)
+
+    result = repo.diff("--base", "main", "--format", "json")
+
+    prod = environments(result)["prod"]
+    before, after = nodes * per_node, (nodes + 1) * per_node
+    for figure in ("gpu_capacity", "gpu_quota"):
+        assert (prod[figure]["before"], prod[figure]["after"]) == (before, after), figure
+    assert prod["gpu_quota"]["after_detail"] == f"training: gpu {after}"
+    [message] = [n["message"] for n in prod["notices"] if n["id"] == "gpu-capacity-changed"]
+    assert message == (
+        f"GPU node capacity {before} -> {after}, GPU quota {before} -> {after}: "
+        f"+{per_node * 24} GPU-hours per day at max size."
+    )
 
 
 def test_scaling_workers_in_markdown_puts_the_summary_first(repo):
@@ -125,7 +153,7 @@ def test_scaling_workers_in_markdown_puts_the_summary_first(repo):
 
     body = result.out
     assert result.code == 0
-    table = body.index("| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |")
+    table = body.index("| Environment | Objects | MPIJob GPUs | GPU quota | GPU node capacity | Notices |")
     assert table < body.index("### Notices") < body.index("<details><summary><b>prod</b>")
     assert "| **prod** | ~1 |" in body and "→" in body
     assert f"<details><summary>~ <code>{MPIJOB}</code>" in body
@@ -187,7 +215,8 @@ def test_adding_an_environment_adds_all_its_objects(repo):
     assert qa["counts"] == {"added": expected, "changed": 0, "removed": 0}
     assert {obj["status"] for obj in qa["objects"]} == {"added"}
     assert "new environment" in notice_titles(qa, "environment qa")
-    assert qa["mpijob_gpus"]["before"] == 0 and qa["mpijob_gpus"]["after"] == envs["dev"]["mpijob_gpus"]["after"]
+    for figure in ("mpijob_gpus", "gpu_quota"):
+        assert qa[figure]["before"] == 0 and qa[figure]["after"] == envs["dev"][figure]["after"], figure
 
 
 def remove_the_claim(repo: GitRepo) -> None:

@@ -4,12 +4,22 @@ notices about changes that cannot apply in place, and the markdown size cap."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
-from diff_objects import annotated, claim, cluster_config, environment, manifest, mpijob, storage_class
+from diff_objects import (
+    annotated,
+    claim,
+    cluster_config,
+    cluster_queue,
+    environment,
+    manifest,
+    mpijob,
+    storage_class,
+)
 
 from gitops_tools.diff import impact, masking
-from gitops_tools.diff.formats import markdown
+from gitops_tools.diff.formats import json_format, markdown, text
 from gitops_tools.diff.model import CHANGED, DANGER, INFO, WARNING, EnvironmentDiff, Key, ObjectChange, Report, Side
 from gitops_tools.diff.pairing import unified
 from gitops_tools.diff.report import build_report
@@ -198,6 +208,23 @@ def test_gpu_capacity_is_max_size_times_gpus_per_instance():
     assert impact.gpu_capacity(None)[0] is None
 
 
+def test_gpu_quota_sums_the_gpu_quota_of_every_flavor_of_every_cluster_queue():
+    assert impact.gpu_quota([manifest(cluster_queue(16))]) == (16, "training: gpu 16")
+    debug = cluster_queue("8", name="debug")
+    debug["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1]["nominalQuota"] = 2  # the system flavor
+    assert impact.gpu_quota([manifest(cluster_queue(16)), manifest(debug), manifest(mpijob(4, 8))]) == (
+        26,
+        "training: gpu 16; debug: system 2, gpu 8",
+    )
+    assert impact.gpu_quota([manifest(cluster_queue(0, name="cpu"))]) == (0, "cpu: no GPU quota")
+    assert impact.gpu_quota([manifest(mpijob(4, 8))]) == (0, "no ClusterQueue")
+
+
+def test_a_new_environment_has_no_gpu_quota_before():
+    _, quota, _ = impact.figures(None, environment([cluster_queue(16)]))
+    assert (quota.before, quota.after, quota.before_detail, quota.after_detail) == (0, 16, "", "training: gpu 16")
+
+
 # --- notices --------------------------------------------------------------------------------------------
 
 
@@ -299,6 +326,86 @@ def test_more_mpijob_gpus_than_nodes_hold_is_flagged():
     env = report.environments[0]
     assert (env.mpijob_gpus.before, env.mpijob_gpus.after, env.gpu_capacity.after) == (16, 32, 16)
     assert (WARNING, "GPU capacity", "not enough GPUs") in [(n.severity, n.resource, n.title) for n in env.notices]
+
+
+def gpu_notices(before: list[dict], after: list[dict], before_nodes: int = 2, after_nodes: int = 2) -> dict:
+    """The GPU notices' messages by id, for an environment whose gpu group goes from
+    `before_nodes` to `after_nodes` p4d.24xlarge (8 GPUs each)."""
+    side = Side("x", "x", "x")
+    base = environment(before, cluster=cluster_config(before_nodes))
+    head = environment(after, cluster=cluster_config(after_nodes))
+    report = build_report(side, [base], side, [head])
+    return {n.id: n.message for _, n in report.notices if n.resource == "GPU capacity"}
+
+
+def test_a_capacity_change_states_capacity_and_quota_and_the_gpu_hours_a_day():
+    grown = gpu_notices([cluster_queue(16)], [cluster_queue(32)], 2, 4)
+    assert grown["gpu-capacity-changed"] == (
+        "GPU node capacity 16 -> 32, GPU quota 16 -> 32: +384 GPU-hours per day at max size."
+    )
+    shrunk = gpu_notices([cluster_queue(16)], [cluster_queue(8)], 2, 1)
+    assert shrunk["gpu-capacity-changed"].endswith(": -192 GPU-hours per day at max size.")
+    quota_only = gpu_notices([cluster_queue(16)], [cluster_queue(8)])
+    assert quota_only["gpu-capacity-changed"] == (
+        "GPU node capacity 16 (unchanged), GPU quota 16 -> 8: no change in GPU-hours per day at max size."
+    )
+    side = Side("x", "x", "x")
+    unknown = environment([cluster_queue(16)], cluster=cluster_config(2, "x9.huge"))
+    report = build_report(side, [environment([cluster_queue(16)], cluster=cluster_config(2))], side, [unknown])
+    [message] = [n.message for _, n in report.notices if n.id == "gpu-capacity-changed"]
+    assert message.startswith("GPU node capacity 16 -> unknown,") and "GPU-hours per day at max size unknown" in message
+
+
+def test_no_capacity_notice_without_a_change_or_for_a_new_environment():
+    assert "gpu-capacity-changed" not in gpu_notices([cluster_queue(16)], [cluster_queue(16), mpijob(2, 8)])
+    side = Side("x", "x", "x")
+    new = environment([cluster_queue(16)], cluster=cluster_config(2), name="qa")
+    report = build_report(side, [], side, [new])
+    assert "gpu-capacity-changed" not in [n.id for _, n in report.notices]
+
+
+def test_queued_jobs_take_turns_but_each_must_fit_alone():
+    queued = [mpijob(2, 8, name=f"queued-{i}", queue="training") for i in range(3)]
+    assert gpu_notices([], queued) == {}  # 48 GPUs queued, 16 at a time
+    big = mpijob(3, 8, name="big", queue="training")
+    assert gpu_notices([], [*queued, big])["gpus-exceed-capacity"] == (
+        "MPIJob t/big alone asks for 24 GPUs but the GPU node groups hold at most 16: Kueue runs queued jobs one "
+        "after another, and this one never fits."
+    )
+
+
+def test_jobs_outside_a_queue_add_up_and_are_named_first():
+    unqueued = [mpijob(1, 8, name="a"), mpijob(1, 8, name="b"), mpijob(1, 8, name="c")]
+    message = gpu_notices([], [*unqueued, mpijob(3, 8, name="big", queue="training")])["gpus-exceed-capacity"]
+    assert message.startswith("MPIJobs outside a Kueue queue ask for 24 GPUs at once but the GPU node groups hold ")
+    assert message.index("outside a Kueue queue") < message.index("MPIJob t/big alone asks for 24 GPUs")
+
+
+def test_a_shortfall_the_change_does_not_touch_is_not_repeated():
+    big = mpijob(3, 8, name="big", queue="training")
+    assert gpu_notices([big], [big, storage_class()]) == {}
+    assert "gpus-exceed-capacity" in gpu_notices([big], [big], 2, 1)  # smaller nodes: a new shortfall
+
+
+def test_every_format_shows_the_gpu_quota():
+    side = Side("main (abc)", "main", "abc")
+    base = environment([cluster_queue(16), mpijob(2, 8, queue="training")], cluster=cluster_config(2))
+    head = environment([cluster_queue(32), mpijob(2, 8, queue="training")], cluster=cluster_config(4))
+    report = build_report(side, [base], side, [head])
+
+    table = markdown.render(report).splitlines()
+    header = table.index("| Environment | Objects | MPIJob GPUs | GPU quota | GPU node capacity | Notices |")
+    assert table[header + 2] == "| **prod** | ~2 | 16 | 16 → 32 | 16 → 32 | ℹ️ 2 |"  # the queue and the ClusterConfig
+    assert "- GPU quota 16 → 32: training: gpu 16 → training: gpu 32" in table
+    plain = text.render(report)
+    assert "GPU quota" in plain and "  GPU quota 16 -> 32: training: gpu 16 -> training: gpu 32" in plain
+    quota = json.loads(json_format.render(report))["environments"][0]["gpu_quota"]
+    assert quota == {
+        "before": 16,
+        "after": 32,
+        "before_detail": "training: gpu 16",
+        "after_detail": "training: gpu 32",
+    }
 
 
 def test_flux_keeps_a_removed_object_that_opts_out_of_pruning():

@@ -1,7 +1,10 @@
-"""The figures of an environment's impact summary: GPUs asked for and GPUs the nodes can hold.
+"""The figures of an environment's impact summary: GPUs asked for, GPUs Kueue may admit, and GPUs
+the nodes can hold.
 
 - MPIJob GPUs: for each MPIJob and replica type, replicas x the pod's `nvidia.com/gpu` (a pod
-  needs the larger of its containers' sum and any one init container).
+  needs the larger of its containers' sum and any one init container). Every MPIJob counts, queued
+  or not; the notices tell the two apart (queued jobs take turns).
+- GPU quota: the `nvidia.com/gpu` nominalQuota over every flavor of every Kueue ClusterQueue.
 - GPU node capacity: for each eksctl node group with a GPU instance type, maxSize x the
   type's GPUs (catalog.py). None when the ClusterConfig is missing or names an unknown type.
 
@@ -23,7 +26,11 @@ from ..model import (
     plural,
     pod_templates,
 )
+from ..model.queues import GROUP as QUEUE_GROUP
+from ..model.queues import resource_groups
 from .model import Figure
+
+CLUSTER_QUEUE = (QUEUE_GROUP, "ClusterQueue")
 
 # What eksctl creates when a node group gives no size at all.
 _EKSCTL_DEFAULT_NODES = 2
@@ -58,6 +65,28 @@ def requested_gpus(objects: list[Manifest]) -> tuple[int, str]:
     return total, "; ".join(details)
 
 
+def cluster_queue_gpus(cluster_queue: Manifest) -> tuple[int, str]:
+    """The queue's GPU quota over all its flavors, and the flavors that give any ("training: gpu 16")."""
+    total, parts = 0, []
+    for _, flavors in resource_groups(cluster_queue):
+        for flavor in flavors:
+            gpus = int(flavor.quota.get(GPU, 0))
+            if gpus:
+                total += gpus
+                parts.append(f"{flavor.name} {gpus}")
+    return total, f"{cluster_queue.name}: {', '.join(parts) or 'no GPU quota'}"
+
+
+def gpu_quota(objects: list[Manifest]) -> tuple[int, str]:
+    total, details = 0, []
+    for manifest in objects:
+        if (manifest.group, manifest.kind) == CLUSTER_QUEUE:
+            gpus, detail = cluster_queue_gpus(manifest)
+            total += gpus
+            details.append(detail)
+    return total, "; ".join(details) or "no ClusterQueue"
+
+
 def node_group_gpus(group: NodeGroup) -> tuple[int | None, str]:
     """GPUs the group holds at maxSize (None for an unknown instance type), and how."""
     per_node = group.smallest("gpus")
@@ -81,17 +110,17 @@ def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:
     return total, "; ".join(details)
 
 
-def figures(base: Environment | None, head: Environment | None) -> tuple[Figure, Figure]:
-    """(MPIJob GPUs, GPU node capacity) before and after; a side without the environment is 0."""
+def figures(base: Environment | None, head: Environment | None) -> tuple[Figure, Figure, Figure]:
+    """(MPIJob GPUs, GPU quota, GPU node capacity) before and after; a side without the environment is 0."""
 
-    def side(environment: Environment | None):
+    def side(environment: Environment | None) -> list[tuple[int | None, str]]:
         if environment is None:
-            return (0, ""), (0, "")
-        return requested_gpus(environment.objects), gpu_capacity(environment.cluster_config)
+            return [(0, ""), (0, ""), (0, "")]
+        objects = environment.objects
+        return [requested_gpus(objects), gpu_quota(objects), gpu_capacity(environment.cluster_config)]
 
-    (gpus_before, gpus_before_how), (cap_before, cap_before_how) = side(base)
-    (gpus_after, gpus_after_how), (cap_after, cap_after_how) = side(head)
-    return (
-        Figure(gpus_before, gpus_after, gpus_before_how, gpus_after_how),
-        Figure(cap_before, cap_after, cap_before_how, cap_after_how),
+    gpus, quota, capacity = (
+        Figure(before, after, before_how, after_how)
+        for (before, before_how), (after, after_how) in zip(side(base), side(head), strict=True)
     )
+    return gpus, quota, capacity

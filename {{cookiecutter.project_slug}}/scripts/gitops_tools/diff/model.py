@@ -95,6 +95,7 @@ class EnvironmentDiff:
     changes: list[ObjectChange] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     mpijob_gpus: Figure = field(default_factory=lambda: Figure(0, 0))
+    gpu_quota: Figure = field(default_factory=lambda: Figure(0, 0))
     gpu_capacity: Figure = field(default_factory=lambda: Figure(0, 0))
 
     def count(self, status: str) -> int:

@@ -19,9 +19,9 @@ def build_report(
         env_changes = [change for change in changes if change.key.env == name]
         status = ADDED if name not in before else REMOVED if name not in after else CHANGED if env_changes else ""
         diff = EnvironmentDiff(name=name, status=status, changes=env_changes)
-        diff.mpijob_gpus, diff.gpu_capacity = impact.figures(before.get(name), after.get(name))
+        diff.mpijob_gpus, diff.gpu_quota, diff.gpu_capacity = impact.figures(before.get(name), after.get(name))
         if env_changes:
             scope = notices.Context(name, before.get(name), after.get(name), env_changes)
-            diff.notices = notices.notices(scope, diff.mpijob_gpus, diff.gpu_capacity)
+            diff.notices = notices.notices(scope, diff.gpu_quota, diff.gpu_capacity)
         environments.append(diff)
     return Report(base=base, head=head, environments=environments)

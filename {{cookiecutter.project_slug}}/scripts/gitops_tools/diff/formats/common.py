@@ -25,9 +25,14 @@ def how(value: Figure, arrow: str = ARROW) -> str:
     return f"{value.before_detail or 'none'} {arrow} {value.after_detail or 'none'}"
 
 
+def figures(env: EnvironmentDiff) -> list[tuple[str, Figure]]:
+    """The impact figures with their names, in the order every format shows them."""
+    return [("MPIJob GPUs", env.mpijob_gpus), ("GPU quota", env.gpu_quota), ("GPU node capacity", env.gpu_capacity)]
+
+
 def figure_lines(env: EnvironmentDiff, arrow: str = ARROW) -> list[str]:
     lines = []
-    for name, value in (("MPIJob GPUs", env.mpijob_gpus), ("GPU node capacity", env.gpu_capacity)):
+    for name, value in figures(env):
         detail = how(value, arrow)
         if detail:
             lines.append(f"{name} {figure(value, arrow)}: {detail}")

@@ -36,6 +36,7 @@ def _environment(env: EnvironmentDiff) -> dict:
         "status": env.status or "unchanged",
         "counts": {status: env.count(status) for status in (ADDED, CHANGED, REMOVED)},
         "mpijob_gpus": _figure(env.mpijob_gpus),
+        "gpu_quota": _figure(env.gpu_quota),
         "gpu_capacity": _figure(env.gpu_capacity),
         "notices": [
             {"id": n.id, "severity": n.severity, "resource": n.resource, "title": n.title, "message": n.message}

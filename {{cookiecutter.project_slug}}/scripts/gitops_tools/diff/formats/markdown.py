@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
-from .common import counts, env_title, figure, figure_lines, grouped_notices, owner, stat
+from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
 
 GITHUB_LIMIT = 65_536
 # Room for what a workflow adds around the body (a hidden marker, a footer).
@@ -40,19 +40,17 @@ def _summary(report: Report, max_chars: int) -> str:
     lines[-1] += f": changes in **{len(changed)} of {total}** environment{'s' if total != 1 else ''}."
     lines += [
         "",
-        "| Environment | Objects | MPIJob GPUs | GPU node capacity | Notices |",
-        "| --- | --- | --- | --- | --- |",
+        "| Environment | Objects | MPIJob GPUs | GPU quota | GPU node capacity | Notices |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    rows = [
-        f"| {_env_cell(env)} | {counts(env)} | {figure(env.mpijob_gpus, ARROW)} | "
-        f"{figure(env.gpu_capacity, ARROW)} | {_notice_counts(env)} |"
-        for env in changed
-    ]
-    lines += _fit(rows, max_chars // 4, "| … | {n} more environments | | | |")
+    rows = [_row(env) for env in changed]
+    lines += _fit(rows, max_chars // 4, "| … | {n} more environments | | | | |")
     lines += [
         "",
-        "<sub>MPIJob GPUs: replicas x `nvidia.com/gpu` over all MPIJobs. GPU node capacity: "
-        "maxSize x GPUs per instance over the eksctl node groups.</sub>",
+        "<sub>MPIJob GPUs: replicas x `nvidia.com/gpu` over all MPIJobs; those in a Kueue queue take turns, "
+        "so each alone must fit. GPU quota: `nvidia.com/gpu` nominalQuota over the Kueue ClusterQueues. "
+        "GPU node capacity: maxSize x GPUs per instance over the eksctl node groups, which Cluster "
+        "Autoscaler grows up to while jobs wait.</sub>",
     ]
     if report.notices:
         items = [
@@ -62,6 +60,11 @@ def _summary(report: Report, max_chars: int) -> str:
         ]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")
     return "\n".join(lines) + "\n\n"
+
+
+def _row(env: EnvironmentDiff) -> str:
+    cells = [_env_cell(env), counts(env), *(figure(value, ARROW) for _, value in figures(env)), _notice_counts(env)]
+    return "| " + " | ".join(cells) + " |"
 
 
 def _env_cell(env: EnvironmentDiff) -> str:

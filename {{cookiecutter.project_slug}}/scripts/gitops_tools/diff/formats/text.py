@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import DANGER, STATUS_SIGN, WARNING, Report
-from .common import counts, env_title, figure, figure_lines, grouped_notices, owner, stat
+from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
 
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
 
@@ -18,8 +18,8 @@ def render(report: Report, color: bool = False) -> str:
         return "\n".join(lines) + "\n"
 
     lines += ["", paint("Impact", "bold")]
-    rows = [("environment", "objects", "MPIJob GPUs", "GPU node capacity")]
-    rows += [(env_title(env), counts(env), figure(env.mpijob_gpus), figure(env.gpu_capacity)) for env in report.changed]
+    rows = [("environment", "objects", "MPIJob GPUs", "GPU quota", "GPU node capacity")]
+    rows += [(env_title(env), counts(env), *(figure(value) for _, value in figures(env))) for env in report.changed]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())

@@ -1,7 +1,8 @@
 """What applying an environment's changes does beyond the diff: a catalogue of notices
 (catalogue.py), made by pure functions of the two renders. inplace.py: changes that cannot apply
 to an existing object; deletions.py: removed and moved objects; environment.py: a new or removed
-environment, and more GPUs asked for than the node groups hold. context.py is what they read."""
+environment, GPU capacity or quota that changes, and more GPUs asked for than the node groups hold.
+context.py is what they read."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .context import Context
 __all__ = ["CATALOGUE", "Context", "NoticeKind", "all_kinds", "notices"]
 
 
-def notices(context: Context, gpus: Figure, nodes: Figure) -> list[Notice]:
+def notices(context: Context, quota: Figure, nodes: Figure) -> list[Notice]:
     found = environment.environment_level(context)
     for change in context.changes:
         if change.status == CHANGED:
@@ -22,5 +23,6 @@ def notices(context: Context, gpus: Figure, nodes: Figure) -> list[Notice]:
         elif change.status == REMOVED:
             found.extend(deletions.removed(change, context))
     found.extend(deletions.orphans(context))
-    found.extend(environment.capacity(context, gpus, nodes))
+    found.extend(environment.capacity_changed(context, quota, nodes))
+    found.extend(environment.capacity(context, nodes))
     return found
