@@ -81,6 +81,14 @@ def launcher_argv(mpijob: dict) -> list[str]:
     return launcher["command"] + launcher["args"]
 
 
+def gpu_instance(options: dict, env: str) -> catalog.InstanceType:
+    return catalog.lookup(DEV_TYPE if env == "dev" else answer(options, "gpu_instance_type"))
+
+
+def gpu_nodes(options: dict, env: str) -> int:
+    return int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+
+
 def gpu_group(cluster_config: dict) -> dict:
     return next(g for g in cluster_config["managedNodeGroups"] if g["name"] == "gpu")
 
@@ -122,8 +130,8 @@ def test_every_object_passes_strict_schemas(case, schema_checker):
 @pytest.mark.parametrize("env", ENVS)
 def test_workers_fill_gpu_nodes(case, env):
     bake, options = case
-    instance = catalog.lookup(DEV_TYPE if env == "dev" else answer(options, "gpu_instance_type"))
-    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    instance = gpu_instance(options, env)
+    nodes = gpu_nodes(options, env)
     mpijob = bake.one(env, "MPIJob")
     container = worker(mpijob)["template"]["spec"]["containers"][0]
     assert mpijob["spec"]["slotsPerWorker"] == instance.gpus
@@ -387,7 +395,7 @@ def test_gpu_nodes_scale_from_zero(case, env):
     matches the cluster's Kubernetes minor, grows it from the node-template tags."""
     bake, options = case
     group = gpu_group(bake.cluster_config(env))
-    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    nodes = gpu_nodes(options, env)
     assert (group["minSize"], group["desiredCapacity"], group["maxSize"]) == (0, 0, nodes)
     assert group["propagateASGTags"] is True
     prefix = "k8s.io/cluster-autoscaler/node-template"
@@ -414,8 +422,8 @@ def test_gpu_nodes_scale_from_zero(case, env):
 def test_jobs_queue_for_what_the_gpu_group_holds(case, env):
     """Kueue admits every MPIJob whole, against a quota equal to the gpu group at maxSize."""
     bake, options = case
-    instance = catalog.lookup(DEV_TYPE if env == "dev" else answer(options, "gpu_instance_type"))
-    nodes = int(DEFAULTS["_dev_node_count"] if env == "dev" else answer(options, "gpu_node_count"))
+    instance = gpu_instance(options, env)
+    nodes = gpu_nodes(options, env)
     mpijob = bake.one(env, "MPIJob")
     assert mpijob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == bake.one(env, "LocalQueue")["metadata"]["name"]
     [group] = bake.one(env, "ClusterQueue")["spec"]["resourceGroups"]

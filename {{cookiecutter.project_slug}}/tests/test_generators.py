@@ -489,15 +489,18 @@ def test_new_job_joins_the_queue_and_one_above_the_quota_is_refused(repo, tmp_pa
     assert status(repo) == ""
 
 
+def rendered_gpu_group(repo: Path, env: str, out: Path) -> dict:
+    assert tool(repo, "render", "--env", env, "--out", str(out)).returncode == 0
+    config = yaml.safe_load((out / env / "eksctl.yaml").read_text())
+    return next(g for g in config["managedNodeGroups"] if g["name"] == "gpu")
+
+
 def test_new_environment_on_a_capacity_block(repo, tmp_path):
     args = ("cb", "--instance-type", "p5.48xlarge", "--nodes", "2", "--capacity-reservation", "cr-0123456789abcdef0")
     result = tool(repo, "new-environment", *args, "--capacity-block")
     assert result.returncode == 0, result.stderr
     assert errors_in(repo, "cb") == []
-    out = tmp_path / "rendered"
-    assert tool(repo, "render", "--env", "cb", "--out", str(out)).returncode == 0
-    config = yaml.safe_load((out / "cb" / "eksctl.yaml").read_text())
-    [group] = [g for g in config["managedNodeGroups"] if g["name"] == "gpu"]
+    group = rendered_gpu_group(repo, "cb", tmp_path / "rendered")
     target = {"capacityReservationID": "cr-0123456789abcdef0"}
     assert group["capacityReservation"] == {"capacityReservationTarget": target}
     assert group["instanceMarketOptions"] == {"marketType": "capacity-block"}
@@ -532,8 +535,5 @@ def test_new_environment_on_spot_for_development(repo, tmp_path):
     result = tool(repo, "new-environment", "lab", "--instance-type", "g5.xlarge", "--nodes", "2", "--spot")
     assert result.returncode == 0, result.stderr
     assert errors_in(repo, "lab") == []
-    out = tmp_path / "rendered"
-    assert tool(repo, "render", "--env", "lab", "--out", str(out)).returncode == 0
-    config = yaml.safe_load((out / "lab" / "eksctl.yaml").read_text())
-    [group] = [g for g in config["managedNodeGroups"] if g["name"] == "gpu"]
+    group = rendered_gpu_group(repo, "lab", tmp_path / "rendered")
     assert group["spot"] is True and group.get("efaEnabled") is False
