@@ -646,6 +646,17 @@ def job_requesting_a_resource_the_queue_does_not_cover(world):
         flavor["resources"] = [r for r in flavor["resources"] if r["name"] != "vpc.amazonaws.com/efa"]
 
 
+@case("queue-quota-exceeded", FAIL, (JOB, "metadata.labels.kueue.x-k8s.io/queue-name"))
+def job_in_a_namespace_the_cluster_queue_does_not_take(world):
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": "research"}}
+    world.find("ClusterQueue")["spec"]["namespaceSelector"] = selector
+
+
+@case("queue-quota-exceeded", PASS)
+def cluster_queue_for_every_namespace(world):
+    world.find("ClusterQueue")["spec"]["namespaceSelector"] = {}
+
+
 @case("queue-quota-exceeded", PASS)
 def job_exactly_at_the_quota(world):
     _gpu_flavor_quota(world, "nvidia.com/gpu")["nominalQuota"] = 16
@@ -682,6 +693,13 @@ def two_unqueued_jobs_that_cannot_run_together(world):
     world.add("training", _second_job(world, "adhoc", None))
 
 
+@case("gpu-jobs-exceed-capacity", FAIL, ("MPIJob/default/adhoc", "metadata.name"))
+def unqueued_job_beside_a_full_quota(world):
+    job = _second_job(world, "adhoc", None)
+    job["metadata"]["namespace"] = "default"  # no LocalQueue there, so mpijob-without-queue is silent
+    world.add("training", job)
+
+
 @case("gpu-jobs-exceed-capacity", PASS)
 def two_queued_jobs_take_turns(world):
     world.add("training", _second_job(world, "second", {"kueue.x-k8s.io/queue-name": "training"}))
@@ -712,6 +730,11 @@ def reservation_across_two_zones(world):
 @case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.spot"), (CLUSTER, "managedNodeGroups.1.spot"))
 def spot_on_efa_gpus_in_prod(world):
     world.gpu_group["spot"] = True
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.capacityReservation"))
+def on_demand_reservation_for_efa_nodes_without_a_placement_group(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
 
 
 @case("reserved-capacity-invalid", PASS)

@@ -356,12 +356,14 @@ def test_a_capacity_change_states_capacity_and_quota_and_the_gpu_hours_a_day():
     assert message.startswith("GPU node capacity 16 -> unknown,") and "GPU-hours per day at max size unknown" in message
 
 
-def test_no_capacity_notice_without_a_change_or_for_a_new_environment():
+def test_no_capacity_notice_without_a_change_and_one_for_a_new_environment():
     assert "gpu-capacity-changed" not in gpu_notices([cluster_queue(16)], [cluster_queue(16), mpijob(2, 8)])
     side = Side("x", "x", "x")
     new = environment([cluster_queue(16)], cluster=cluster_config(2), name="qa")
     report = build_report(side, [], side, [new])
-    assert "gpu-capacity-changed" not in [n.id for _, n in report.notices]
+    [message] = [n.message for _, n in report.notices if n.id == "gpu-capacity-changed"]
+    # A new environment of 2 x 8-GPU nodes: +16 GPUs at max size, 24 hours a day.
+    assert message == "GPU node capacity 0 -> 16, GPU quota 0 -> 16: +384 GPU-hours per day at max size."
 
 
 def test_queued_jobs_take_turns_but_each_must_fit_alone():

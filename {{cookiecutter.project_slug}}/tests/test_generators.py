@@ -249,7 +249,8 @@ def test_new_job_refused_when_the_overlay_sets_a_namespace(repo):
     kustomization.write_text(text.replace("kind: Kustomization\n", "kind: Kustomization\nnamespace: ml\n"))
     commit(repo, "namespace ml")
     line = refused(tool(repo, "new-job", "huge", "--env", "dev", "--workers", "50"))
-    assert line.split(":")[0] == "gpu-capacity-exceeded", line
+    # The job lands in ml, where the ClusterQueue (which takes jobs from training) never admits it.
+    assert line.startswith("queue-quota-exceeded: ClusterQueue training's namespaceSelector does not take jobs from ml")
     assert status(repo) == ""
 
 
@@ -413,7 +414,9 @@ def test_new_job_nccl_tests_runs_all_reduce_on_every_gpu_node_over_efa(repo, tmp
     [container] = launcher["containers"]
     # Every GPU node of prod (the gpu group's maxSize, 2 in this bake), every GPU, every EFA interface.
     assert workers["replicas"] == 2 and job["spec"]["slotsPerWorker"] == 8
-    assert workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] == 4
+    model = jobs["horovod-train"]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    efa = workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+    assert efa == model["resources"]["limits"]["vpc.amazonaws.com/efa"] > 0
     assert container["args"][0] == "/opt/nccl-tests/build/all_reduce_perf"
     command = container["command"]
     assert command[command.index("-np") + 1] == "16"

@@ -129,8 +129,12 @@ def render_repository(
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
         return objects
 
-    with ThreadPoolExecutor(max_workers=RENDER_WORKERS) as pool:
+    pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
+    try:
         results = list(pool.map(run, jobs))
+    finally:
+        # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
+        pool.shutdown(wait=True, cancel_futures=True)
     for (environment, kustomization, _), objects in zip(jobs, results, strict=False):
         if kustomization is not None:
             kustomization.objects = objects

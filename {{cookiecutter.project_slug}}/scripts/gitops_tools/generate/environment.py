@@ -152,6 +152,7 @@ def autoscaler_tags(instance: catalog.InstanceType, efa: bool) -> dict[str, str]
     tags = {
         f"{NODE_TEMPLATE_TAG}/label/role": "gpu",
         f"{NODE_TEMPLATE_TAG}/label/nvidia.com/gpu.present": "true",
+        f"{NODE_TEMPLATE_TAG}/label/k8s.amazonaws.com/accelerator": "nvidia",
         f"{NODE_TEMPLATE_TAG}/taint/nvidia.com/gpu": "true:NoSchedule",
     }
     if efa:

@@ -72,3 +72,36 @@ def capacity(groups: list[NodeGroup]) -> dict[str, float] | None:
         total[GPU] += size * instance.gpus
         total[EFA] += size * (instance.efa_interfaces if group.efa_enabled else 0)
     return total
+
+
+def selects_namespace(cluster_queue, namespace: str, labels: dict[str, str]) -> bool:
+    """Whether the ClusterQueue's namespaceSelector takes jobs from the namespace (Kubernetes label
+    selector semantics; Kueue reads a missing selector as selecting no namespace)."""
+    selector = mapping(cluster_queue.doc, "spec").get("namespaceSelector")
+    if not isinstance(selector, dict):
+        return False
+    labels = {**labels, "kubernetes.io/metadata.name": namespace}
+    if any(labels.get(str(k)) != str(v) for k, v in mapping(selector, "matchLabels").items()):
+        return False
+    for expression in sequence(selector, "matchExpressions"):
+        key, operator = str(mapping(expression).get("key", "")), mapping(expression).get("operator")
+        values = [str(v) for v in sequence(expression, "values")]
+        matched = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(operator, False)
+        if not matched:
+            return False
+    return True
+
+
+def gpu_quota(scope) -> float:
+    """The nvidia.com/gpu quota of every ClusterQueue of the environment, over all flavors."""
+    return sum(
+        flavor.quota.get(GPU, 0.0)
+        for cluster_queue in scope.of("ClusterQueue", GROUP)
+        for _, flavors in resource_groups(cluster_queue)
+        for flavor in flavors
+    )

@@ -9,7 +9,16 @@ from ..model.mpi import mpijobs, replica_templates
 from ..model.nodes import NODE_TEMPLATE_TAG, NodeGroup
 from ..model.plugins import gpu_groups
 from ..model.queues import GROUP as QUEUE_GROUP
-from ..model.queues import QUEUE_LABEL, capacity, find, flavor_groups, queue_name, resource_groups
+from ..model.queues import (
+    QUEUE_LABEL,
+    capacity,
+    find,
+    flavor_groups,
+    gpu_quota,
+    queue_name,
+    resource_groups,
+    selects_namespace,
+)
 from .registry import Finding, category
 
 rule = category("Capacity and queueing")
@@ -110,7 +119,19 @@ def _queued_jobs(scope: Scope):
             continue
         cluster_queue = str(mapping(local.doc, "spec").get("clusterQueue", ""))
         found = find(scope, "ClusterQueue", cluster_queue)
-        yield job, found, None if found else f"LocalQueue {name} points at no ClusterQueue {cluster_queue!r}"
+        if found is None:
+            yield job, None, f"LocalQueue {name} points at no ClusterQueue {cluster_queue!r}"
+        elif not selects_namespace(found, namespace, _namespace_labels(scope, namespace)):
+            yield job, None, f"ClusterQueue {cluster_queue}'s namespaceSelector does not take jobs from {namespace}"
+        else:
+            yield job, found, None
+
+
+def _namespace_labels(scope: Scope, namespace: str) -> dict[str, str]:
+    for manifest in scope.of("Namespace"):
+        if manifest.name == namespace:
+            return {str(k): str(v) for k, v in mapping(manifest.doc, "metadata", "labels").items()}
+    return {}
 
 
 def _fmt(resource: str, value: float) -> str:
@@ -123,7 +144,8 @@ def _fmt(resource: str, value: float) -> str:
     requires=("environment",),
     description="An MPIJob needs more than its Kueue ClusterQueue can ever admit",
     remediation="Make the job smaller (workers, GPUs per worker) or raise the ClusterQueue's quota together with "
-    "the node group's maxSize (overlays/<env>/settings.yaml: queue and gpuNodeGroup).",
+    "the node group's maxSize (overlays/<env>/settings.yaml: queue and gpuNodeGroup); name a LocalQueue of the "
+    "job's namespace whose ClusterQueue selects that namespace.",
     docs="""Kueue admits a job whole: all its pods of one kind must fit one flavor's quota, and a resource the
       ClusterQueue does not cover cannot be admitted at all. A job above that stays suspended in the queue for
       ever, with no error anywhere but its Workload's status. Pods count as Kueue counts them: their
@@ -226,12 +248,15 @@ def mpijob_without_queue(scope: Scope):
     "gpu-jobs-exceed-capacity",
     "error",
     requires=("cluster",),
-    description="The MPIJobs outside any queue need more GPUs together than the GPU node groups hold",
-    remediation="Put the jobs in the namespace's Kueue queue, so they run one after another, or remove some.",
-    docs="""MPIJobs that no queue admits start together: their workers all ask for nodes at once. When the GPUs
-      of all of them exceed what the GPU node groups hold at maxSize, some workers of several jobs stay
-      Pending and no job can start its MPI world, though the nodes that did start are billed. Queued jobs
-      are left out of the sum: Kueue runs them as the quota allows.""",
+    description="The GPU quota and the MPIJobs outside any queue need more GPUs together than the GPU nodes hold",
+    remediation="Put the jobs in the namespace's Kueue queue, so they run one after another as the quota allows, "
+    "or lower the quota to leave room for them.",
+    docs="""GPUs are counted over the whole environment, not job by job. MPIJobs that no queue admits start at
+      once, and Kueue admits queued jobs up to the ClusterQueues' GPU quota, which the generators set to all
+      the GPU nodes hold at maxSize. When the jobs outside a queue plus that quota exceed the nodes, an
+      admitted job's workers stay Pending behind the unqueued ones (Kueue evicts and requeues it after its
+      waitForPodsReady timeout, again and again), and two unqueued jobs can each start half their workers.
+      Queued jobs above the quota are fine: they wait their turn.""",
 )
 def gpu_jobs_exceed_capacity(scope: Scope):
     held = capacity(gpu_groups(scope)) if gpu_groups(scope) else None
@@ -243,13 +268,15 @@ def gpu_jobs_exceed_capacity(scope: Scope):
         if not queue_name(job)
     ]
     unqueued = [job for job, gpus in demand if gpus > 0]
-    total = sum(gpus for _, gpus in demand)
-    if len(unqueued) > 1 and total > held[GPU]:
+    quota = gpu_quota(scope)
+    total = sum(gpus for _, gpus in demand) + quota
+    if unqueued and (quota > 0 or len(unqueued) > 1) and total > held[GPU]:
+        queued = f" and the queues' {quota:g} GPUs of quota" if quota else ""
         for job in unqueued:
             yield Finding(
                 job,
-                f"{plural(len(unqueued), 'MPIJob')} outside a queue need {total:g} GPUs together, the GPU node "
-                f"groups hold {held[GPU]:g} at maxSize",
+                f"{plural(len(unqueued), 'MPIJob')} outside a queue{queued} need {total:g} GPUs together, the "
+                f"GPU node groups hold {held[GPU]:g} at maxSize",
                 ("metadata", "name"),
             )
 
@@ -271,6 +298,8 @@ def _purchase_problems(scope: Scope, group: NodeGroup) -> list[tuple[str, str]]:
     problems = []
     if reservation_id and not CAPACITY_RESERVATION_ID.match(reservation_id):
         problems.append(("capacityReservation", f"{reservation_id!r} is not a capacity reservation id (cr-...)"))
+    if reservation_id and not block and len(group.instance_types) > 1:
+        problems.append(("instanceTypes", "a capacity reservation is for one instance type: set instanceType alone"))
     if (reservation or block) and len(group.zones) + len(group.subnets) != 1:
         problems.append(
             ("availabilityZones", "a reservation lives in one availability zone; give the group exactly one")
@@ -311,9 +340,21 @@ def _purchase_problems(scope: Scope, group: NodeGroup) -> list[tuple[str, str]]:
       and `instanceMarketOptions`, not what EC2 then refuses: a reservation and a Capacity Block live in one
       zone and are for one instance type; a Capacity Block needs its reservation id, holds 1 to 64 instances,
       and launches nothing before it starts (the group must be able to stay at 0); Spot cannot use a
-      reservation. Spot is for development only and never with EFA: a reclaimed node ends the whole MPI job.""",
+      reservation. Spot is for development only and never with EFA: a reclaimed node ends the whole MPI job.
+      A warning, not an error: eksctl makes no cluster placement group for an efaEnabled group that has a
+      reservation (`pkg/cfn/builder/managed_launch_template.go`), so an On-Demand Capacity Reservation for EFA
+      nodes should be created in a cluster placement group.""",
 )
 def reserved_capacity_invalid(scope: Scope):
     for group in scope.node_groups:
         for field, problem in _purchase_problems(scope, group):
             yield Finding(scope.cluster_config, f"{group.describe()}: {problem}", (*group.path, field))
+        block = mapping(group.doc, "instanceMarketOptions").get("marketType") == "capacity-block"
+        if group.efa_enabled and mapping(group.doc, "capacityReservation") and not block:
+            yield Finding(
+                scope.cluster_config,
+                f"{group.describe()}: with a capacity reservation eksctl makes no cluster placement group for "
+                "its EFA nodes; create the reservation in one (a Capacity Block needs none)",
+                (*group.path, "capacityReservation"),
+                severity="warning",
+            )
