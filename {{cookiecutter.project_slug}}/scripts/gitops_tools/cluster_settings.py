@@ -72,21 +72,30 @@ class Cluster:
         self.zone = str(zones[0])
 
 
-def _aws(*args: str):
-    """The JSON answer of one AWS CLI call, or a one-line error (the CLI's own first line)."""
-    if shutil.which("aws") is None:
-        raise InputError("the AWS CLI (aws) is not installed; give --subnet-id and --security-group-id instead")
+def _run(command: list[str], what: str, missing: str, stdin: str | None = None) -> str:
+    """The output of one CLI call, or a one-line error: `missing` when the CLI is not installed, else
+    the CLI's own first line of error, or a time-out."""
+    if shutil.which(command[0]) is None:
+        raise InputError(missing)
     try:
-        done = subprocess.run(["aws", *args, "--output", "json"], capture_output=True, text=True, timeout=_TIMEOUT)
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT)
     except subprocess.TimeoutExpired:
-        raise InputError(f"aws {args[0]} {args[1]} took longer than {_TIMEOUT} s") from None
+        raise InputError(f"{what} took longer than {_TIMEOUT} s") from None
     if done.returncode != 0:
         first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
-        raise InputError(f"aws {args[0]} {args[1]}: {first.strip()}")
+        raise InputError(f"{what}: {first.strip()}")
+    return done.stdout
+
+
+def _aws(*args: str):
+    """The JSON answer of one AWS CLI call."""
+    what = f"aws {args[0]} {args[1]}"
+    missing = "the AWS CLI (aws) is not installed; give --subnet-id and --security-group-id instead"
+    output = _run(["aws", *args, "--output", "json"], what, missing)
     try:
-        return json.loads(done.stdout)
+        return json.loads(output)
     except ValueError:
-        raise InputError(f"aws {args[0]} {args[1]}: the answer is not JSON") from None
+        raise InputError(f"{what}: the answer is not JSON") from None
 
 
 def describe(cluster: Cluster) -> dict:
@@ -150,14 +159,9 @@ def documents(env: str, values: dict[str, str]) -> str:
 
 
 def _kubectl(context: str | None, *args: str, stdin: str | None = None) -> str:
-    if shutil.which("kubectl") is None:
-        raise InputError("kubectl is not installed; run with --print and apply the output yourself")
     command = ["kubectl", *(["--context", context] if context else []), *args]
-    done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT)
-    if done.returncode != 0:
-        first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
-        raise InputError(f"kubectl {args[0]}: {first.strip()}")
-    return done.stdout
+    missing = "kubectl is not installed; run with --print and apply the output yourself"
+    return _run(command, f"kubectl {args[0]}", missing, stdin)
 
 
 def check_context(context: str | None, cluster: Cluster, endpoint: str) -> None:
