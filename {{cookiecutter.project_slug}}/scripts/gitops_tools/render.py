@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -113,8 +114,12 @@ def render_repository(
         if (root / "overlays" / environment.name / "eksctl").is_dir():
             jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
 
+    stopping = threading.Event()
+
     def run(job):
         environment, kustomization, path = job
+        if stopping.is_set():
+            return []
         if kustomization is not None and not (root / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
@@ -125,13 +130,17 @@ def render_repository(
             )
         source = kustomization.name if kustomization else "eksctl"
         objects = _build(root, path, environment.name, source)
-        if progress:
+        # A build that started as the user interrupted (its process missed the signal) ends unreported.
+        if progress and not stopping.is_set():
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
         return objects
 
     pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
     try:
         results = list(pool.map(run, jobs))
+    except BaseException:
+        stopping.set()
+        raise
     finally:
         # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
         pool.shutdown(wait=True, cancel_futures=True)
