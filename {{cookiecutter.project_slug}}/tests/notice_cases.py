@@ -102,6 +102,15 @@ def mpijob_gets_more_workers():
     return change([mpijob(2, 8)], [mpijob(4, 8)])
 
 
+@case("running-job-keeps-spec", GIVES, JOB)
+def mpijob_gets_more_workers_in_two_environments():
+    """The advice is the same for every MPIJob: given once for the whole change."""
+    return (
+        [environment([mpijob(2, 8)], name="dev"), environment([mpijob(2, 8)])],
+        [environment([mpijob(4, 8)], name="dev"), environment([mpijob(4, 8)])],
+    )
+
+
 @case("running-job-keeps-spec", NOT)
 def mpijob_gets_a_label():
     labelled = mpijob(2, 8)
@@ -112,6 +121,14 @@ def mpijob_gets_a_label():
 @case("applied-by-eksctl", GIVES, CLUSTER)
 def node_group_grows():
     return [environment([], cluster=cluster_config(2))], [environment([], cluster=cluster_config(4))]
+
+
+@case("applied-by-eksctl", GIVES, CLUSTER)
+def node_groups_grow_in_two_environments():
+    return (
+        [environment([], cluster=cluster_config(2), name="dev"), environment([], cluster=cluster_config(2))],
+        [environment([], cluster=cluster_config(4), name="dev"), environment([], cluster=cluster_config(4))],
+    )
 
 
 @case("applied-by-eksctl", NOT)

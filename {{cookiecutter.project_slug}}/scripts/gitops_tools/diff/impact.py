@@ -110,8 +110,12 @@ def gpu_capacity(cluster_config: Manifest | None) -> tuple[int | None, str]:
     return total, "; ".join(details)
 
 
+CLUSTER_STAYS = "the cluster and its node groups stay until `eksctl delete cluster`"
+
+
 def figures(base: Environment | None, head: Environment | None) -> tuple[Figure, Figure, Figure]:
-    """(MPIJob GPUs, GPU quota, GPU node capacity) before and after; a side without the environment is 0."""
+    """(MPIJob GPUs, GPU quota, GPU node capacity) before and after; a side without the environment is 0,
+    except the node capacity of an environment that goes."""
 
     def side(environment: Environment | None) -> list[tuple[int | None, str]]:
         if environment is None:
@@ -123,4 +127,7 @@ def figures(base: Environment | None, head: Environment | None) -> tuple[Figure,
         Figure(before, after, before_how, after_how)
         for (before, before_how), (after, after_how) in zip(side(base), side(head), strict=True)
     )
+    if base is not None and head is None:
+        # Removing an environment from Git deletes no node: they run until `eksctl delete cluster`.
+        capacity = Figure(capacity.before, capacity.before, capacity.before_detail, CLUSTER_STAYS)
     return gpus, quota, capacity

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..model import Environment
 from . import impact, notices
 from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Report, Side
+from .notices.catalogue import CATALOGUE
 from .pairing import pair
 
 
@@ -24,4 +25,25 @@ def build_report(
             scope = notices.Context(name, before.get(name), after.get(name), env_changes)
             diff.notices = notices.notices(scope, diff.gpu_quota, diff.gpu_capacity)
         environments.append(diff)
+    _once_per_report(environments)
     return Report(base=base, head=head, environments=environments)
+
+
+def _once_per_report(environments: list[EnvironmentDiff]) -> None:
+    """Keep the first notice of each once-per-report kind, naming the objects the others were about."""
+    first, others = {}, {}
+    for environment in environments:
+        kept = []
+        for notice in environment.notices:
+            kind = CATALOGUE.get(notice.id)
+            if kind is None or not kind.once_per_report:
+                kept.append(notice)
+            elif notice.id not in first:
+                first[notice.id] = notice
+                kept.append(notice)
+            else:
+                others.setdefault(notice.id, []).append(f"{notice.resource} in {environment.name}")
+        environment.notices = kept
+    for notice_id, also in others.items():
+        notice = first[notice_id]
+        notice.message += f" The same holds for {', '.join(also)} (shown once for the whole change)."

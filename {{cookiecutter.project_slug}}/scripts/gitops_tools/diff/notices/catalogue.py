@@ -24,6 +24,9 @@ class NoticeKind:
     title: str  # a few words, shown with every notice: "cannot change in place"
     description: str  # one line for the catalogue
     docs: str  # when it is given, what happens on the cluster, what to do
+    # Advice that is the same for every object it is about: given once per diff, naming them all,
+    # instead of once per object and environment.
+    once_per_report: bool = False
 
     def notice(self, resource: str, message: str) -> Notice:
         return Notice(self.severity, resource, self.title, message, self.id)
@@ -32,8 +35,10 @@ class NoticeKind:
 CATALOGUE: dict[str, NoticeKind] = {}
 
 
-def notice_kind(notice_id: str, severity: str, *, title: str, description: str, docs: str) -> NoticeKind:
-    kind = NoticeKind(notice_id, severity, title, description, " ".join(docs.split()))
+def notice_kind(
+    notice_id: str, severity: str, *, title: str, description: str, docs: str, once_per_report: bool = False
+) -> NoticeKind:
+    kind = NoticeKind(notice_id, severity, title, description, " ".join(docs.split()), once_per_report)
     problems = []
     if not ID_PATTERN.match(kind.id):
         problems.append("id must be kebab-case with at least two words")
@@ -105,6 +110,7 @@ def markdown(kinds: list[NoticeKind]) -> str:
             "",
             f"- Severity: {k.severity}",
             f"- Title in reports: {k.title}",
+            *(["- Given once per diff, naming every object it is about"] if k.once_per_report else []),
         ]
     return "\n".join(lines) + "\n"
 

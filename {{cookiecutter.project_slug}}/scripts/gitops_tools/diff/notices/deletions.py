@@ -113,7 +113,7 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
             NAMESPACE_DELETED.notice(
                 change.key.resource,
                 f"Flux Kustomization `{owner.name}` prunes: deleting the namespace deletes everything in "
-                f"it, claims and their volumes included, also objects that are not in Git.",
+                f"it, also objects that are not in Git.{_claims_in(change.key.name, context)}",
             )
         ]
     if group_kind == MPIJOB:
@@ -125,6 +125,14 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
             )
         ]
     return []
+
+
+def _claims_in(namespace: str, context: Context) -> str:
+    """What deleting the namespace does to each claim in it, as the claim's own notice says it."""
+    claims = [
+        m for m in (context.base.objects if context.base else []) if m.group_kind == PVC and m.namespace == namespace
+    ]
+    return "".join(f" {c.kind}/{c.name} is deleted, and {volume_fate(c, context, 'base')[1]}." for c in claims)
 
 
 def _storage_class_removed(change: ObjectChange, context: Context, owner: FluxKustomization) -> list[Notice]:

@@ -48,8 +48,8 @@ GPU_CAPACITY_CHANGED = notice_kind(
     (nvidia.com/gpu nominalQuota over the ClusterQueues) before and after, and the change in GPU-hours per day
     were the GPU node groups to run at maxSize around the clock: (capacity after - capacity before) x 24. The
     GPU node groups start empty and Cluster Autoscaler grows them up to maxSize while jobs wait, so this is
-    the most the change can add or save, not what it will cost. An environment that appears or goes counts
-    as 0 GPUs on its missing side.""",
+    the most the change can add or save, not what it will cost. An environment that appears counts as 0 GPUs
+    before; one that goes keeps its node capacity, as its nodes run until `eksctl delete cluster`.""",
 )
 
 HOURS_PER_DAY = 24
@@ -76,7 +76,7 @@ def _gpu_hours(nodes: Figure) -> str:
 
 
 def capacity_changed(context: Context, quota: Figure, nodes: Figure) -> list[Notice]:
-    """Also for an environment that appears or goes: its missing side counts as 0 GPUs."""
+    """Also for an environment that appears (0 GPUs before) or goes (its quota goes, its nodes stay)."""
     if not (quota.changed or nodes.changed):
         return []
     return [

@@ -69,6 +69,7 @@ RUNNING_JOB_KEEPS_SPEC = notice_kind(
     docs="""The MPI operator does not restart a running MPIJob: pods that exist keep the old spec and mpirun keeps
     its process count. The new spec takes effect when the MPIJob is created again (delete it and Flux
     re-creates it; training starts over, from its checkpoints if it writes any).""",
+    once_per_report=True,
 )
 APPLIED_BY_EKSCTL = notice_kind(
     "applied-by-eksctl",
@@ -78,6 +79,7 @@ APPLIED_BY_EKSCTL = notice_kind(
     docs="""The ClusterConfig is rendered like every manifest but only eksctl reads it: node group sizes change
     with `eksctl scale nodegroup`, a Kubernetes version with `eksctl upgrade cluster`, new node groups with
     `eksctl create nodegroup`.""",
+    once_per_report=True,
 )
 NODE_GROUP_REPLACED = notice_kind(
     "node-group-replaced",
