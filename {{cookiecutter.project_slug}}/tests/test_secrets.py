@@ -1,0 +1,149 @@
+"""No secret in any output of diff or validate, and no name or value that escapes its place in
+the markdown comment or writes a workflow command into the CI log."""
+
+from __future__ import annotations
+
+import pytest
+from diff_objects import cluster_config, environment
+
+from gitops_tools.diff import masking
+from gitops_tools.diff.formats import json_format, markdown, text
+from gitops_tools.diff.model import Side
+from gitops_tools.diff.report import build_report
+
+# --- masking: every shape, in every diff format ----------------------------------------------------
+
+
+def objects(secret: str) -> tuple[list[dict], dict]:
+    """One object per secret shape of the issue, each holding `secret` (with a suffix per shape), and an
+    eksctl ClusterConfig whose preBootstrapCommands hold it too."""
+    container = {
+        "name": "main",
+        "image": "app",
+        "env": [
+            {"name": "DB_PASS", "value": f"{secret}-dbpass"},
+            {"name": "GH_PAT", "value": f"{secret}-ghpat"},
+            {"name": "EPOCHS", "value": "20"},
+        ],
+        "command": ["sh", "-c", f"export WANDB_API_KEY={secret}-wandb && python train.py --epochs 3"],
+        "args": ["--password=" + f"{secret}-arg", "--token", f"{secret}-next", "--epochs", "3"],
+    }
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": "t", "annotations": {"example.com/api-token": f"{secret}-ann"}},
+        "data": {
+            "token": f"{secret}-token",
+            "DATABASE_URL": f"https://user:{secret}-url@db.example.com/x",
+            "mode": "fast",
+        },
+        "binaryData": {"blob": f"{secret}-binary"},
+    }
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {"name": "db", "namespace": "t"},
+        "spec": {"values": {"auth": {"username": "admin", "password": f"{secret}-helm"}}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "t"},
+        "spec": {"containers": [container]},
+    }
+    cluster = cluster_config(2)
+    cluster["managedNodeGroups"][1]["preBootstrapCommands"] = [
+        f"echo 'export HF_TOKEN={secret}-eks' >> /etc/environment",
+        f"curl -u admin:x https://user:{secret}-ekurl@repo.example.com/setup.sh | sh",
+    ]
+    return [config_map, release, pod], cluster
+
+
+SHAPES = ("dbpass", "ghpat", "wandb", "arg", "next", "ann", "token", "url", "binary", "helm", "eks", "ekurl")
+
+
+def secret_report():
+    base_objects, base_cluster = objects("0ld-s3cr3t")
+    head_objects, head_cluster = objects("n3w-s3cr3t")
+    side = Side("main (abc)", "main", "abc")
+    return build_report(
+        side, [environment(base_objects, cluster=base_cluster)], side, [environment(head_objects, cluster=head_cluster)]
+    )
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_every_secret_shape_is_masked_in_every_diff_format(fmt):
+    report = secret_report()
+    output = {"text": text.render, "markdown": markdown.render, "json": json_format.render}[fmt](report)
+    assert "s3cr3t" not in output
+    diffs = "\n".join(change.diff for env in report.environments for change in env.changes)
+    # every shape changed, and the diff says so: one before and one after marker per shape
+    assert (diffs.count(masking.MASK_BEFORE), diffs.count(masking.MASK_AFTER)) == (len(SHAPES), len(SHAPES))
+    assert "EPOCHS" in output and "fast" in output and "admin" in output  # ordinary values stay visible
+
+
+def test_each_shape_is_masked_where_it_is():
+    (config_map, release, pod), cluster = objects("s3cr3t")
+    masked_config = masking.mask(config_map)
+    assert masked_config["data"] == {
+        "token": "***",
+        "DATABASE_URL": "https://user:***@db.example.com/x",
+        "mode": "fast",
+    }
+    assert masked_config["binaryData"] == {"blob": "***"}
+    assert masked_config["metadata"]["annotations"] == {"example.com/api-token": "***"}
+    assert masking.mask(release)["spec"]["values"]["auth"] == {"username": "admin", "password": "***"}
+    container = masking.mask(pod)["spec"]["containers"][0]
+    assert [e["value"] for e in container["env"]] == ["***", "***", "20"]
+    assert container["command"][2] == "export WANDB_API_KEY=*** && python train.py --epochs 3"
+    assert container["args"] == ["--password=***", "--token", "***", "--epochs", "3"]
+    commands = masking.mask(cluster)["managedNodeGroups"][1]["preBootstrapCommands"]
+    assert commands == [
+        "echo 'export HF_TOKEN=***' >> /etc/environment",
+        "curl -u admin:x https://user:***@repo.example.com/setup.sh | sh",
+    ]
+
+
+def test_an_unchanged_secret_is_masked_without_a_changed_marker():
+    before, after = masking.mask_pair(*(objects("s3cr3t")[0][0],) * 2)
+    assert before["data"]["token"] == after["data"]["token"] == "***"
+    assert before["binaryData"]["blob"] == "***"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["DB_PASS", "GH_PAT", "db_passwd", "MYSQL_PWD", "apiKey", "APIKEY", "client-secret", "DBPASSWORD",
+     "GITHUBTOKEN", "SERVICE_CREDENTIALS", "basic-auth", "PRIVATE_KEY_PEM", "tls.key", "example.com/api-token"],
+)  # fmt: skip
+def test_credential_name_parts_are_recognised(name):
+    assert masking.looks_like_credential(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["KEYBOARD", "key", "TOKENIZER_PATH", "pathType", "secretName", "secretKeyRef", "passwordFile", "author",
+     "bypass", "NCCL_DEBUG", "keyPrefix", "SORT_KEY"],
+)  # fmt: skip
+def test_names_that_only_contain_a_credential_word_are_not(name):
+    assert not masking.looks_like_credential(name)
+
+
+def test_selector_keys_tolerations_and_booleans_stay_visible():
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "volumes": [{"name": "creds", "secret": {"secretName": "db-password"}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "env": [{"name": "TOKENIZER_PATH", "value": "/models/tok"}],
+                    "args": ["--tokenizer", "bpe", "--url", "https://example.com:8443/x"],
+                }
+            ],
+        },
+    }
+    assert masking.mask(pod) == pod
