@@ -4,12 +4,13 @@ the markdown comment or writes a workflow command into the CI log."""
 from __future__ import annotations
 
 import pytest
-from diff_objects import cluster_config, environment
+from diff_objects import cluster_config, environment, mpijob
 
 from gitops_tools.diff import masking
 from gitops_tools.diff.formats import json_format, markdown, text
 from gitops_tools.diff.model import Side
 from gitops_tools.diff.report import build_report
+from gitops_tools.model import Manifest
 
 # --- masking: every shape, in every diff format ----------------------------------------------------
 
@@ -147,3 +148,84 @@ def test_selector_keys_tolerations_and_booleans_stay_visible():
         },
     }
     assert masking.mask(pod) == pod
+
+
+# --- validate: schema messages name the field and what it expects, never the value -------------------
+
+
+def schema_messages(checker, doc: dict) -> list[str]:
+    return [problem.message for problem in checker.check(Manifest(doc, "test.yaml"), "1.31")]
+
+
+def config_map(**data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "t"}, "data": data}
+
+
+def test_a_schema_message_says_the_field_and_type_without_the_value(checker):
+    messages = schema_messages(checker, config_map(token=["hunter2-s3cr3t"], mode="fast"))
+    assert messages == ["data.token: expected string or null"]
+
+
+def test_a_valid_object_has_no_schema_message(checker):
+    assert schema_messages(checker, config_map(token="hunter2-s3cr3t")) == []
+
+
+def test_unknown_and_missing_fields_are_named_without_values(checker):
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"image": "i:1", "pasword": "hunter2-s3cr3t"}]},
+    }
+    assert schema_messages(checker, pod) == [
+        "spec.containers.0: missing required field name",
+        "spec.containers.0: unknown field pasword",
+    ]
+
+
+def test_an_enum_message_lists_the_allowed_values_not_the_given_one(checker):
+    job = mpijob(2, 8)
+    job["spec"]["mpiImplementation"] = "hunter2-s3cr3t"
+    assert schema_messages(checker, job) == ['spec.mpiImplementation: expected one of "OpenMPI", "Intel", "MPICH"']
+
+
+# --- validate: nulls the API server drops ------------------------------------------------------------
+
+
+def launcher_container(job: dict) -> dict:
+    return job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+
+
+def test_a_custom_resource_field_with_no_value_is_dropped_like_the_api_server_does(checker):
+    job = mpijob(2, 8)
+    launcher_container(job)["command"] = None
+    launcher_container(job)["args"] = None
+    assert schema_messages(checker, job) == []
+
+
+def test_a_custom_resource_field_of_the_wrong_type_is_still_invalid(checker):
+    job = mpijob(2, 8)
+    launcher_container(job)["command"] = "python train.py"
+    assert schema_messages(checker, job) == [
+        "spec.mpiReplicaSpecs.Launcher.template.spec.containers.0.command: expected array"
+    ]
+
+
+def test_a_dropped_null_of_a_required_field_leaves_it_missing(checker):
+    job = mpijob(2, 8)
+    launcher_container(job)["name"] = None
+    assert schema_messages(checker, job) == [
+        "spec.mpiReplicaSpecs.Launcher.template.spec.containers.0: missing required field name"
+    ]
+
+
+def test_a_built_in_kind_accepts_a_null_field(checker):
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "main", "image": "i:1", "command": None, "args": None}]},
+    }
+    assert schema_messages(checker, pod) == []
+    pod["spec"]["containers"][0]["command"] = "python train.py"
+    assert schema_messages(checker, pod) == ["spec.containers.0.command: expected array or null"]
