@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from diff_objects import cluster_config, environment, mpijob
 
+from gitops_tools import kustomize
 from gitops_tools.diff import masking
 from gitops_tools.diff.formats import json_format, markdown, text
 from gitops_tools.diff.model import Side
 from gitops_tools.diff.report import build_report
+from gitops_tools.errors import InputError
 from gitops_tools.model import Manifest
 
 # --- masking: every shape, in every diff format ----------------------------------------------------
@@ -229,3 +231,55 @@ def test_a_built_in_kind_accepts_a_null_field(checker):
     assert schema_messages(checker, pod) == []
     pod["spec"]["containers"][0]["command"] = "python train.py"
     assert schema_messages(checker, pod) == ["spec.containers.0.command: expected array or null"]
+
+
+# --- kustomize errors: the cause without kustomize's echo of the configuration ------------------------
+
+
+def failed_build(tmp_path, files: dict[str, str]) -> str:
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    with pytest.raises(InputError) as raised:
+        kustomize.build(tmp_path)
+    return str(raised.value)
+
+
+SECRET = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  password: hunter2-s3cr3t\n"
+
+
+def test_a_build_error_keeps_the_cause_and_drops_the_echoed_configuration(tmp_path):
+    patch = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData: [hunter3-s3cr3t]\n"
+    message = failed_build(
+        tmp_path,
+        {
+            "kustomization.yaml": "resources: [s.yaml]\npatches:\n  - path: patch.yaml\n",
+            "s.yaml": SECRET,
+            "patch.yaml": patch,
+        },
+    )
+    assert message == f"{tmp_path}: kustomize build failed: wrong node kind: expected MappingNode but got SequenceNode"
+
+
+def test_a_build_error_hides_a_generator_literal(tmp_path):
+    generator = 'secretGenerator:\n  - name: x\n    literals: ["DB_PASSWORD hunter2-s3cr3t"]\n'
+    message = failed_build(tmp_path, {"kustomization.yaml": generator})
+    assert message == (
+        f"{tmp_path}: kustomize build failed: loading KV pairs: invalid literal source (value not shown), "
+        "expected key=value"
+    )
+
+
+def test_a_build_error_masks_credential_shapes_in_what_is_left():
+    stderr = (
+        'E1123 01:54:05.362503   32540 run.go:72] "command failed" err="accumulating resources: '
+        'https://bot:hunter2-s3cr3t@git.example.com/x.git: TOKEN=hunter3-s3cr3t not found"\n'
+    )
+    assert kustomize.error_cause(stderr) == (
+        "accumulating resources: https://bot:***@git.example.com/x.git: TOKEN=*** not found"
+    )
+
+
+def test_a_build_error_without_an_echo_is_kept_whole(tmp_path):
+    message = failed_build(tmp_path, {"kustomization.yaml": "resources: [missing.yaml]\n"})
+    assert message.startswith(f"{tmp_path}: kustomize build failed: accumulating resources:")
+    assert "missing.yaml" in message
