@@ -3,6 +3,10 @@ the markdown comment or writes a workflow command into the CI log."""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import replace
+
 import pytest
 from diff_objects import cluster_config, environment, mpijob
 
@@ -13,6 +17,8 @@ from gitops_tools.diff.model import Side
 from gitops_tools.diff.report import build_report
 from gitops_tools.errors import InputError
 from gitops_tools.model import Manifest
+from gitops_tools.validate import report as validate_report
+from gitops_tools.validate.runner import Reported, Result
 
 # --- masking: every shape, in every diff format ----------------------------------------------------
 
@@ -283,3 +289,104 @@ def test_a_build_error_without_an_echo_is_kept_whole(tmp_path):
     message = failed_build(tmp_path, {"kustomization.yaml": "resources: [missing.yaml]\n"})
     assert message.startswith(f"{tmp_path}: kustomize build failed: accumulating resources:")
     assert "missing.yaml" in message
+
+
+# --- injection: hostile names stay inside their place --------------------------------------------------
+
+HOSTILE = "x</code></summary></details> <img src=y> `tick` ::error file=README.md::pwned"
+HOSTILE_LINES = "x\n::error file=README.md::pwned\r::add-mask::y\n  ::warning::z"
+
+
+def hostile_report(name: str):
+    def config(value: str) -> dict:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "t"},
+            "data": {"a": value},
+        }
+
+    side = Side("main (abc)", "main", "abc")
+    return build_report(side, [environment([config("1")])], side, [environment([config(name)])])
+
+
+def test_a_hostile_name_stays_inside_its_summary_in_the_markdown_comment():
+    body = markdown.render(hostile_report(HOSTILE))
+    summary = (
+        "<details><summary>~ <code>ConfigMap t/x&lt;/code&gt;&lt;/summary&gt;&lt;/details&gt; &lt;img src=y&gt; "
+        "`tick` ::error file=README.md::pwned</code> (Kustomization training, +1 -1)</summary>"
+    )
+    assert body.count(summary) == 1
+    outside_code = re.sub(r"^```diff\n.*?^```$", "", body, flags=re.MULTILINE | re.DOTALL)
+    assert outside_code.count("<details>") == outside_code.count("</details>") == 2  # environment, object
+    assert "<img" not in outside_code
+
+
+def test_a_name_with_line_breaks_writes_no_workflow_command_in_any_diff_format():
+    report = hostile_report(HOSTILE_LINES)
+    lines = text.render(report).replace("\r", "\n").splitlines()
+    assert [line for line in lines if line.lstrip().startswith("::")] == []
+    assert [line for line in lines if line.lstrip().startswith("\\::")] == [  # neutralised, still shown
+        "\\::error file=README.md::pwned",
+        "\\::add-mask::y",
+        "  \\::warning::z  (Kustomization training, +1 -1)",
+    ]
+    body = markdown.render(report)
+    assert [line for line in body.splitlines() if line.lstrip().startswith("::")] == []
+    assert "<code>ConfigMap t/x ::error file=README.md::pwned ::add-mask::y ::warning::z</code>" in body
+    document = json_format.render(report)
+    assert [line for line in document.splitlines() if line.lstrip().startswith("::")] == []
+
+
+def test_an_ordinary_name_is_shown_as_it_is():
+    body = markdown.render(hostile_report("train-data"))
+    assert "<details><summary>~ <code>ConfigMap t/train-data</code> (Kustomization training, +1 -1)</summary>" in body
+    assert "\\" not in text.render(hostile_report("train-data"))
+
+
+def reported(resource: str, message: str) -> Reported:
+    return Reported(
+        rule="schema-invalid",
+        severity="error",
+        env="prod",
+        file="overlays/prod/a.yaml",
+        line=3,
+        resource=resource,
+        kustomization="training",
+        message=message,
+        remediation="Fix it.",
+    )
+
+
+def test_validate_github_escapes_data_and_properties_like_the_toolkit():
+    result = Result(findings=[reported("ConfigMap/t/" + HOSTILE_LINES, "100% bad, see: x")], environments=["prod"])
+    first, summary = validate_report.FORMATS["github"](result).splitlines()
+    assert first == (
+        "::error file=overlays/prod/a.yaml,line=3,title=schema-invalid (prod)::ConfigMap/t/x%0A::error "
+        "file=README.md::pwned%0D::add-mask::y%0A  ::warning::z: 100%25 bad, see: x%0AFix: Fix it."
+    )
+    assert summary == "1 error, 0 warnings, 0 suppressed in 0 objects (prod)"
+    hostile_file = Result(findings=[replace(reported("ConfigMap/t/x", "m"), file="a,b:c%.yaml")])
+    first = validate_report.FORMATS["github"](hostile_file).splitlines()[0]
+    assert first.startswith("::error file=a%2Cb%3Ac%25.yaml,line=3,title=schema-invalid (prod)::")
+
+
+def test_validate_text_and_json_write_no_workflow_command():
+    result = Result(findings=[reported("ConfigMap/t/" + HOSTILE_LINES, "bad")], environments=["prod"])
+    output = validate_report.FORMATS["text"](result)
+    lines = output.replace("\r", "\n").splitlines()
+    assert [line for line in lines if line.lstrip().startswith("::")] == []
+    assert [line.strip() for line in lines if line.lstrip().startswith("\\::")] == [
+        "\\::error file=README.md::pwned",
+        "\\::add-mask::y",
+        "\\::warning::z: bad",
+    ]
+    document = validate_report.FORMATS["json"](result)
+    assert json.loads(document)["findings"][0]["resource"] == "ConfigMap/t/" + HOSTILE_LINES
+
+
+def test_validate_masks_credentials_a_finding_quotes():
+    result = Result(findings=[reported("ConfigMap/t/c", "data.url is 'postgres://u:hunter2@REPLACE-ME/db'")])
+    for fmt in ("text", "json", "github"):
+        output = validate_report.FORMATS[fmt](result)
+        assert "hunter2" not in output and "postgres://u:***@REPLACE-ME/db" in output
