@@ -178,8 +178,8 @@ def test_a_changed_export_is_marked_and_an_unchanged_one_is_not():
     assert "-    - API_TOKEN=*** (before)\n+    - API_TOKEN=*** (after)" in text
 
 
-def test_a_config_map_is_not_masked():
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"token": "visible"}}
+def test_a_config_map_keeps_its_ordinary_values():
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"mode": "visible"}}
     assert masking.mask(config) == config
 
 

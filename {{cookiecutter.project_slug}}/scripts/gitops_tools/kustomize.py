@@ -9,6 +9,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
+from .credentials import mask_text
 from .errors import InputError
 
 # kustomize-controller builds with this restrictor, so a render here matches what Flux applies.
@@ -46,8 +47,31 @@ def is_component(folder: Path) -> bool:
     return False
 
 
+# Where kustomize repeats the configuration it read (secrets included) in an error, and what is kept
+# (kustomize/v5.5.0, the version in kubectl 1.32, and v5.8.1): kyaml/yaml/fns.go's `: node contents:\n<yaml>`,
+# and api/kv/kv.go's literal sources (`literal sources [...]`, `invalid literal source %v, expected
+# key=value`) and env-file lines (`line %d has invalid utf8 bytes : %v`).
+_ECHOES = (
+    (re.compile(r":? *node contents:.*", re.DOTALL), ""),
+    (re.compile(r"literal sources \[.*?\]: invalid literal source .*?, expected key=value"),
+     "invalid literal source (value not shown), expected key=value"),
+    (re.compile(r"(has invalid utf8 bytes) : .*"), r"\1"),
+)  # fmt: skip
+
+
 def error_cause(stderr: str) -> str:
-    """The message of a failed build, without kubectl's log prefix and quoting."""
+    """The message of a failed build, without kubectl's log prefix and quoting, without the
+    configuration kustomize echoes (it may hold secrets) and with credential shapes masked."""
+    return mask_text(_without_echoes(_logged_cause(stderr)))
+
+
+def _without_echoes(message: str) -> str:
+    for pattern, replacement in _ECHOES:
+        message = pattern.sub(replacement, message)
+    return message.strip()
+
+
+def _logged_cause(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     for index, line in enumerate(lines):
         logged = _KLOG_ERROR.match(line)
@@ -60,7 +84,8 @@ def error_cause(stderr: str) -> str:
             return str(json.loads(value))
         except ValueError:
             return value.strip('"')
-    return lines[-1].removeprefix("Error: ") if lines else ""
+    errors = [line for line in lines if line.startswith("Error: ")]  # the standalone kustomize binary
+    return (errors[0] if errors else lines[-1] if lines else "").removeprefix("Error: ")
 
 
 def build(path: Path) -> str:

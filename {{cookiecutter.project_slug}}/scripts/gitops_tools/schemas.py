@@ -132,6 +132,34 @@ def close_objects(schema):
     return schema
 
 
+def without_pruned_nulls(value, schema):
+    """Copy of a custom resource without the nulls the API server drops before validating it.
+
+    The apiextensions-apiserver removes a null whose field is not `nullable: true` (and defaults it
+    when the schema has a default): PruneNonNullableNullsWithoutDefaults and Default in
+    k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting (prunenulls.go, algorithm.go);
+    the CRD docs, "Defaulting and Nullable". So `command:` with no value in an MPIJob is no value.
+    Built-in kinds need nothing: their Go types decode a JSON null as "not present" (encoding/json,
+    Unmarshal), and kubernetes-validate's schemas already accept null there.
+    """
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        kept = {}
+        for key, item in value.items():
+            field = properties.get(key, extra if isinstance(extra, dict) else None)
+            if item is None and isinstance(field, dict) and not field.get("nullable"):
+                continue
+            kept[key] = without_pruned_nulls(item, field)
+        return kept
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [without_pruned_nulls(item, items) for item in value]
+    return value
+
+
 def _path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "(root)"
 
@@ -210,7 +238,7 @@ class SchemaChecker:
                 validator = self._crd_validator(key, manifest.api_version.rpartition("/")[2])
             except LookupError as error:
                 return [(str(error), False, ("apiVersion",))]
-            return _errors(manifest.doc, validator)
+            return _errors(without_pruned_nulls(manifest.doc, validator.schema), validator)
         if manifest.group not in BUILTIN_GROUPS:
             return [
                 (
@@ -241,7 +269,55 @@ class SchemaChecker:
 
 def _errors(doc: dict, validator) -> list[tuple]:
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [(f"{_path(e)}: {e.message}", False, tuple(e.absolute_path)) for e in errors]
+    return [(f"{_path(e)}: {_message(e)}", False, tuple(e.absolute_path)) for e in errors]
+
+
+def _listed(values) -> str:
+    values = values if isinstance(values, list) else [values]
+    return " or ".join(json.dumps(v) if not isinstance(v, str) else v for v in values)
+
+
+# What each JSON-schema keyword expects, said from the schema alone: jsonschema's own messages
+# repeat the offending value (`['hunter2'] is not of type 'string'`), which may be a secret.
+_EXPECTATIONS = {
+    "type": lambda v: f"expected {_listed(v)}",
+    "enum": lambda v: f"expected one of {', '.join(json.dumps(x) for x in v)}",
+    "const": lambda v: f"expected {json.dumps(v)}",
+    "pattern": lambda v: f"does not match the pattern {v}",
+    "format": lambda v: f"is not a valid {v}",
+    "minLength": lambda v: f"is shorter than {v} characters",
+    "maxLength": lambda v: f"is longer than {v} characters",
+    "minimum": lambda v: f"is less than {v}",
+    "maximum": lambda v: f"is more than {v}",
+    "exclusiveMinimum": lambda v: f"is not more than {v}",
+    "exclusiveMaximum": lambda v: f"is not less than {v}",
+    "multipleOf": lambda v: f"is not a multiple of {v}",
+    "minItems": lambda v: f"has fewer than {v} items",
+    "maxItems": lambda v: f"has more than {v} items",
+    "uniqueItems": lambda v: "has repeated items",
+    "minProperties": lambda v: f"has fewer than {v} fields",
+    "maxProperties": lambda v: f"has more than {v} fields",
+    "oneOf": lambda v: "matches none, or more than one, of the allowed forms",
+    "anyOf": lambda v: "matches none of the allowed forms",
+    "not": lambda v: "has a form that is not allowed",
+}
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """The problem in words built from the schema and the object's field names, never its values."""
+    instance = error.instance
+    if error.validator == "required":
+        present = instance if isinstance(instance, dict) else {}
+        missing = [name for name in error.validator_value if name not in present]
+        return f"missing required field {', '.join(missing)}"
+    if error.validator == "additionalProperties":
+        allowed = set((error.schema or {}).get("properties") or {})
+        unknown = sorted(str(k) for k in (instance if isinstance(instance, dict) else {}) if k not in allowed)
+        return f"unknown field{'s' if len(unknown) != 1 else ''} {', '.join(unknown)}"
+    expectation = _EXPECTATIONS.get(error.validator)
+    if expectation is not None:
+        return expectation(error.validator_value)
+    return f"does not satisfy the schema's {error.validator}"
 
 
 def schema_version(kubernetes_version: str) -> str:

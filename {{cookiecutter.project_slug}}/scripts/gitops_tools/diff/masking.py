@@ -1,59 +1,37 @@
 """Hide secret values before anything is diffed or printed.
 
-Masked: every value of a Secret's `data` and `stringData` (and its last-applied annotation,
-which repeats them), and the literal `value` of any `env` entry whose name looks like a
-credential, wherever the env list sits (Pods, Deployments, MPIJob replica templates,
-HelmRelease values...). In the other env values and in every `command`/`args` string, only
-the secret part: the password of `scheme://user:password@host`, and the value of mpirun's
-`-x NAME=value` when NAME looks like a credential. Like Flux's own diff, a secret that is the
-same on both sides becomes `***`, one that changed becomes `*** (before)` / `*** (after)`, so
-a reviewer sees that a secret changed without seeing it.
+What is secret is data, in the tables below, applied to every object of every kind:
+
+- whole fields: every value of a Secret's `data` and `stringData`, every `binaryData` value (of any
+  kind), and the last-applied annotation (it repeats the whole object);
+- whole values named like a credential: the string or number under a mapping key (a ConfigMap's
+  `token`, HelmRelease `values.db.password`, an annotation `example.com/api-token`) and the
+  `value` of a `{name, value}` pair (env entries, wherever the list sits);
+- the argument after a credential-named option in a list (`["--token", "abc"]`);
+- the secret part of any other string (env values, `command`/`args`, `sh -c` scripts, ConfigMap
+  files, eksctl `preBootstrapCommands`): the password of `scheme://user:password@host`, and the
+  value of `NAME=value` / `NAME: value` / `--name=value` / `--name value` when NAME looks like a
+  credential (`export WANDB_API_KEY=...`, mpirun's `-x TOKEN=...`, `--password=...`).
+
+Like Flux's own diff, a secret that is the same on both sides becomes `***`, one that changed
+becomes `*** (before)` / `*** (after)`, so a reviewer sees that a secret changed without seeing it.
 """
 
 from __future__ import annotations
 
 import copy
-import re
+
+from ..credentials import OPTION, looks_like_credential, secret_spans
 
 MASK = "***"
 MASK_BEFORE = "*** (before)"
 MASK_AFTER = "*** (after)"
 
-# Substrings of an env var name (upper-cased, separators ignored) that mark a credential.
-# Deliberately broad: masking a harmless value costs little, printing a key costs a rotation.
-_CREDENTIAL_WORDS = (
-    "PASSW",
-    "PASSPHRASE",
-    "PWD",
-    "SECRET",
-    "TOKEN",
-    "KEY",
-    "CREDENTIAL",
-    "AUTH",
-    "PRIVATE",
-    "CERT",
-    "COOKIE",
-    "SALT",
-    "SIGNATURE",
-    "DSN",
-    "CONNECTIONSTRING",
-)
-_SEPARATORS = re.compile(r"[^A-Z0-9]")
-# scheme://user:password@host, group 2 the password (the user may be empty: redis://:password@host).
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)([^\s@]+)@")
-# mpirun's `-x NAME=value` inside one string (`sh -c "mpirun -x TOKEN=... python train.py"`).
-_EXPORT_OPTION = re.compile(r"(?<!\S)-x\s+([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|\S+)")
-# NAME=value as the argument after "-x" (["mpirun", "-x", "TOKEN=..."]).
-_EXPORT_ARGUMENT = re.compile(r"([A-Za-z_]\w*)=(.*)", re.DOTALL)
-# How much of a value is secret: all of it, the secrets in a string, or those in an argument after "-x".
-_WHOLE, _TEXT, _EXPORTED = "whole", "text", "exported"
+# How much of a value is secret: all of it, or the secret parts of a string.
+_WHOLE, _TEXT = "whole", "text"
 _SECRET_FIELDS = ("data", "stringData")
+_ALWAYS_SECRET_FIELDS = ("binaryData",)
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def looks_like_credential(name: str) -> bool:
-    squeezed = _SEPARATORS.sub("", str(name).upper())
-    return any(word in squeezed for word in _CREDENTIAL_WORDS)
 
 
 def is_secret(doc: dict) -> bool:
@@ -63,86 +41,68 @@ def is_secret(doc: dict) -> bool:
 def secret_slots(doc: dict | None) -> dict[tuple, tuple[tuple, str]]:
     """Where the secrets of `doc` are: {stable id: (path to the value, how much of it is secret)}.
 
-    The id names a value the same way on both sides (env entries by container and variable
-    name, not by list position), so before and after compare the right pair.
+    The id names a value the same way on both sides (list items by their `name`, not by
+    position), so before and after compare the right pair.
     """
     if not isinstance(doc, dict):
         return {}
     slots: dict[tuple, tuple[tuple, str]] = {}
-    if is_secret(doc):
-        for field in _SECRET_FIELDS:
-            values = doc.get(field)
-            if isinstance(values, dict):
-                for key in values:
-                    slots[(field, str(key))] = ((field, key), _WHOLE)
-            elif values is not None:
-                slots[(field,)] = ((field,), _WHOLE)
-        metadata = doc.get("metadata")
-        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
-            slots[("annotation", _LAST_APPLIED)] = (("metadata", "annotations", _LAST_APPLIED), _WHOLE)
-    _collect(doc, (), (), slots)
+    fields = (*(_SECRET_FIELDS if is_secret(doc) else ()), *_ALWAYS_SECRET_FIELDS)
+    for field in fields:
+        values = doc.get(field)
+        if isinstance(values, dict):
+            for key in values:
+                slots[(field, str(key))] = ((field, key), _WHOLE)
+        elif values is not None:
+            slots[(field,)] = ((field,), _WHOLE)
+    metadata = doc.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+        slots[("annotation", _LAST_APPLIED)] = (("metadata", "annotations", _LAST_APPLIED), _WHOLE)
+    _collect(doc, (), (), slots, {path for path, _ in slots.values()})
     return slots
 
 
-def _collect(node, path: tuple, ident: tuple, slots: dict) -> None:
+def _collect(node, path: tuple, ident: tuple, slots: dict, taken: set, whole_items: bool = False) -> None:
+    """Adds the slots under `node`; `whole_items`: the node is a list under a credential name."""
+    if path in taken:
+        return
     if isinstance(node, dict):
+        named = looks_like_credential(node.get("name", "")) if isinstance(node.get("name"), str) else False
         for key, value in node.items():
-            if key == "env" and isinstance(value, list):
-                _collect_env_list(value, path + (key,), ident + (key,), slots)
-            if key in ("command", "args") and isinstance(value, list):
-                _collect_arguments(value, path + (key,), ident + (key,), slots)
-            _collect(value, path + (key,), ident + (key,), slots)
+            whole = looks_like_credential(key) or (key == "value" and named)
+            _collect_value(value, path + (key,), ident + (key,), slots, taken, whole)
     elif isinstance(node, list):
+        previous = None
         for index, item, name in _named_items(node):
-            _collect(item, path + (index,), ident + (name,), slots)
+            option = OPTION.fullmatch(previous) if isinstance(previous, str) else None
+            whole = whole_items or (bool(option) and looks_like_credential(option.group(1)))
+            _collect_value(item, path + (index,), ident + (name,), slots, taken, whole)
+            previous = item
 
 
-def _collect_env_list(entries: list, path: tuple, ident: tuple, slots: dict) -> None:
-    for index, entry, name in _named_items(entries):
-        if isinstance(entry, dict) and "value" in entry:
-            how = _WHOLE if looks_like_credential(entry.get("name", "")) else _TEXT
-            _add(slots, ident + (name, "value"), path + (index, "value"), entry["value"], how)
-
-
-def _collect_arguments(arguments: list, path: tuple, ident: tuple, slots: dict) -> None:
-    for index, argument in enumerate(arguments):
-        how = _EXPORTED if index and arguments[index - 1] == "-x" else _TEXT
-        _add(slots, ident + (index,), path + (index,), argument, how)
-
-
-def _add(slots: dict, ident: tuple, path: tuple, value, how: str) -> None:
-    if how == _WHOLE or (isinstance(value, str) and _secret_spans(value, how)):
-        slots[ident] = (path, how)
-
-
-def _secret_spans(text: str, how: str) -> list[tuple[int, int]]:
-    """Where the secrets in a string are (start, end), in order and not overlapping."""
-    spans = [match.span(2) for match in _URL_PASSWORD.finditer(text)]
-    spans += [match.span(2) for match in _EXPORT_OPTION.finditer(text) if looks_like_credential(match.group(1))]
-    exported = _EXPORT_ARGUMENT.fullmatch(text) if how == _EXPORTED else None
-    if exported and looks_like_credential(exported.group(1)):
-        spans.append(exported.span(2))
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):  # a URL password inside an exported value is one secret
-        if merged and start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-        else:
-            merged.append((start, end))
-    return merged
+def _collect_value(value, path: tuple, ident: tuple, slots: dict, taken: set, whole: bool) -> None:
+    if isinstance(value, (dict, list)):
+        _collect(value, path, ident, slots, taken, whole and isinstance(value, list))
+    elif path in taken or value is None or isinstance(value, bool):
+        return
+    elif whole:
+        slots[ident] = (path, _WHOLE)
+    elif isinstance(value, str) and secret_spans(value):
+        slots[ident] = (path, _TEXT)
 
 
 def _secret_part(value, how: str):
     """What is compared between the two sides: the whole value, or the secrets in a string."""
     if how == _WHOLE:
         return value
-    return [value[start:end] for start, end in _secret_spans(value, how)]
+    return [value[start:end] for start, end in secret_spans(value)]
 
 
 def _hidden(value, how: str, marker: str):
     if how == _WHOLE:
         return marker
-    for start, end in reversed(_secret_spans(value, how)):
+    for start, end in reversed(secret_spans(value)):
         value = value[:start] + marker + value[end:]
     return value
 

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import groupby
 
+from ..credentials import mask_text
+from ..escaping import command_data, command_property, neutralise_commands
 from .runner import Reported, Result
+
+
+def _masked(result: Result) -> Result:
+    """The result with credential shapes masked in every text that can repeat a manifest's values (a
+    finding's message, a suppression's reason, a note): no format prints a secret a rule quoted."""
+    return replace(
+        result,
+        findings=[replace(f, message=mask_text(f.message), reason=mask_text(f.reason)) for f in result.findings],
+        skipped=[replace(f, message=mask_text(f.message), reason=mask_text(f.reason)) for f in result.skipped],
+        notes=[mask_text(note) for note in result.notes],
+    )
 
 
 def _summary(result: Result) -> dict:
@@ -53,7 +67,7 @@ def text(result: Result) -> str:
         lines.append("notes:")
         lines.extend(f"  {note}" for note in result.notes)
     lines.append(_summary_line(result))
-    return "\n".join(lines) + "\n"
+    return neutralise_commands("\n".join(lines) + "\n")
 
 
 def as_json(result: Result) -> str:
@@ -66,17 +80,9 @@ def as_json(result: Result) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(value: str) -> str:
-    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
-
-
 def _command(name: str, message: str, **properties) -> str:
-    props = ",".join(f"{k}={_escape_property(str(v))}" for k, v in properties.items() if v not in ("", 0, None))
-    return f"::{name}{' ' + props if props else ''}::{_escape_data(message)}"
+    props = ",".join(f"{k}={command_property(str(v))}" for k, v in properties.items() if v not in ("", 0, None))
+    return f"::{name}{' ' + props if props else ''}::{command_data(message)}"
 
 
 def github(result: Result) -> str:
@@ -99,8 +105,12 @@ def github(result: Result) -> str:
             )
         )
     lines.extend(_command("notice", note) for note in result.notes)
-    lines.append(_summary_line(result))
+    lines.append(neutralise_commands(_summary_line(result)))
     return "\n".join(lines) + "\n"
 
 
-FORMATS = {"text": text, "json": as_json, "github": github}
+FORMATS = {
+    "text": lambda result: text(_masked(result)),
+    "json": lambda result: as_json(_masked(result)),
+    "github": lambda result: github(_masked(result)),
+}

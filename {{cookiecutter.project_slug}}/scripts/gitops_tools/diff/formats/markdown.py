@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ...escaping import code_span, in_html, in_table, neutralise_commands
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
 from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
 
@@ -26,14 +27,14 @@ _LONGEST_HINT = 400
 def render(report: Report, max_chars: int = DEFAULT_LIMIT, full_diff_hint: str = "") -> str:
     head = _summary(report, max_chars)
     if not report.has_changes:
-        return head
+        return neutralise_commands(head)
     budget = max_chars - len(head) - _NOTE_RESERVE
     body, cut = _sections(report, budget)
-    return head + _cut_note(cut, full_diff_hint) + body
+    return neutralise_commands(head + _cut_note(cut, full_diff_hint) + body)
 
 
 def _summary(report: Report, max_chars: int) -> str:
-    lines = ["## Manifest diff", "", f"`{report.base.label}` {ARROW} `{report.head.label}`"]
+    lines = ["## Manifest diff", "", f"{code_span(report.base.label)} {ARROW} {code_span(report.head.label)}"]
     if not report.has_changes:
         return "\n".join(lines + ["", "No changes in the rendered manifests."]) + "\n"
     changed, total = report.changed, len(report.environments)
@@ -54,8 +55,8 @@ def _summary(report: Report, max_chars: int) -> str:
     ]
     if report.notices:
         items = [
-            f"- {_ICONS[notice.severity]} **{env_name}** · `{notice.resource}` · "
-            f"**{notice.title}**: {notice.message} <sub>{notice.id}</sub>"
+            f"- {_ICONS[notice.severity]} **{in_html(env_name)}** · {code_span(notice.resource)} · "
+            f"**{in_html(notice.title)}**: {in_html(notice.message)} <sub>{in_html(notice.id)}</sub>"
             for env_name, notice in grouped_notices(report)
         ]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")
@@ -68,7 +69,7 @@ def _row(env: EnvironmentDiff) -> str:
 
 
 def _env_cell(env: EnvironmentDiff) -> str:
-    return f"**{env_title(env)}**"
+    return f"**{in_table(env_title(env))}**"
 
 
 def _notice_counts(env: EnvironmentDiff) -> str:
@@ -95,9 +96,9 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
     """The collapsible diffs that fit, and (environment, change) for each one left out."""
     parts, cut, used = [], [], 0
     for env in report.changed:
-        figures = "".join(f"- {line}\n" for line in figure_lines(env, ARROW))
+        figures = "".join(f"- {in_html(line)}\n" for line in figure_lines(env, ARROW))
         opening = (
-            f"<details><summary><b>{env_title(env)}</b>: {counts(env)}</summary>\n\n"
+            f"<details><summary><b>{in_html(env_title(env))}</b>: {counts(env)}</summary>\n\n"
             f"{figures}{chr(10) if figures else ''}"
         )
         closing = "</details>\n\n"
@@ -117,7 +118,10 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
 
 def _object_section(change: ObjectChange) -> str:
     fence = _fence(change.diff)
-    summary = f"{STATUS_SIGN[change.status]} <code>{change.key.resource}</code> ({owner(change)}, {stat(change)})"
+    summary = (
+        f"{STATUS_SIGN[change.status]} <code>{in_html(change.key.resource)}</code> "
+        f"({in_html(owner(change))}, {stat(change)})"
+    )
     body = f"{fence}diff\n{change.diff}\n{fence}" if change.diff else "Content unchanged."
     return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>\n\n"
 
@@ -131,7 +135,7 @@ def _fence(content: str) -> str:
 def _cut_note(cut: list[tuple[str, ObjectChange]], hint: str) -> str:
     if not cut:
         return ""
-    names = [f"`{_clip(f'{env}: {change.key.resource}', _LONGEST_NAME)}`" for env, change in cut[:_LISTED_CUTS]]
+    names = [code_span(_clip(f"{env}: {change.key.resource}", _LONGEST_NAME)) for env, change in cut[:_LISTED_CUTS]]
     more = f" and {len(cut) - _LISTED_CUTS} more" if len(cut) > _LISTED_CUTS else ""
     how = f" {_clip(hint, _LONGEST_HINT)}" if hint else " Run `scripts/diff` locally for the full diff."
     return (

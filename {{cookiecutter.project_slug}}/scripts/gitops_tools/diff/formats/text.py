@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...escaping import neutralise_commands
 from ..model import DANGER, STATUS_SIGN, WARNING, Report
 from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
 
@@ -15,7 +16,7 @@ def render(report: Report, color: bool = False) -> str:
     lines = [paint(f"Manifest diff: {report.base.label} -> {report.head.label}", "bold")]
     if not report.has_changes:
         lines.append("No changes in the rendered manifests.")
-        return "\n".join(lines) + "\n"
+        return neutralise_commands("\n".join(lines) + "\n")
 
     lines += ["", paint("Impact", "bold")]
     rows = [("environment", "objects", "MPIJob GPUs", "GPU quota", "GPU node capacity")]
@@ -40,7 +41,7 @@ def render(report: Report, color: bool = False) -> str:
             title = f"{STATUS_SIGN[change.status]} {change.key.resource}  ({owner(change)}, {stat(change)})"
             lines += ["", paint(title, "bold")]
             lines += [_paint_diff_line(line, paint) for line in change.diff.splitlines()] or ["  content unchanged"]
-    return "\n".join(lines) + "\n"
+    return neutralise_commands("\n".join(lines) + "\n")
 
 
 def _paint_diff_line(line: str, paint) -> str:

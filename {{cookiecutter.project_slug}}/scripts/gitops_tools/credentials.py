@@ -1,0 +1,82 @@
+"""What looks like a credential: names (`DB_PASS`, `apiKey`) and the secret parts of a string
+(`https://user:password@host`, `TOKEN=value`, `--password value`). diff masks objects with it, and
+every message that can repeat a user's text (kustomize errors, findings) goes through `mask_text`."""
+
+from __future__ import annotations
+
+import re
+
+MASK = "***"
+
+# A name is split into words (separators and camelCase: `WANDB_API_KEY`, `apiKey`, `db.password`);
+# it looks like a credential when one word is one of these. Whole words, so that `KEYBOARD`,
+# `TOKENIZER_PATH` or `pathType` are not credentials. Masking a harmless value costs little,
+# printing a key costs a rotation, so the list is broad.
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "PASS", "PASSWD", "PASSWORD", "PASSWORDS", "PASSPHRASE", "PWD", "PAT", "TOKEN", "TOKENS",
+        "SECRET", "SECRETS", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "OAUTH", "AUTHORIZATION",
+        "APIKEY", "APIKEYS", "COOKIE", "SALT", "SIGNATURE", "DSN", "CONNECTIONSTRING",
+    }
+)  # fmt: skip
+# Words glued to others (`DBPASSWORD`, `GITHUBTOKEN`, `CLIENTSECRET`) still count when they end a word.
+_CREDENTIAL_ENDINGS = ("PASSWORD", "PASSWD", "PASSPHRASE", "TOKEN", "SECRET", "CREDENTIALS", "CREDENTIAL", "APIKEY")
+# `KEY` alone is a selector's or a secretKeyRef's field; it is a credential after one of these words.
+_KEY_WORDS = frozenset({"KEY", "KEYS"})
+_KEY_QUALIFIERS = frozenset(
+    {
+        "API", "ACCESS", "PRIVATE", "SECRET", "SIGNING", "ENCRYPTION", "MASTER", "LICENSE", "SSH", "TLS",
+        "CLIENT", "SERVICE", "ACCOUNT", "HMAC", "SESSION", "AUTH", "GPG", "PGP", "RSA", "SHARED", "STORAGE",
+        "WEBHOOK", "DEPLOY",
+    }
+)  # fmt: skip
+# A name ending in one of these refers to a credential without holding it (`secretName`, `tokenPath`,
+# `passwordFile`, `secretKeyRef`).
+_REFERENCE_ENDINGS = frozenset(
+    {"NAME", "NAMES", "REF", "REFS", "NAMESPACE", "FILE", "FILES", "PATH", "PATHS", "DIR", "MOUNT", "SECONDS"}
+)
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# scheme://user:password@host, group 2 the password (the user may be empty: redis://:password@host).
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)([^\s@]+)@")
+_VALUE = r"(\"[^\"]*\"|'[^']*'|[^\s\"';&|`]+)"
+# NAME=value, NAME: value, --name=value, --name value inside a string (scripts, command lines, config
+# files), group 1 the name, group 2 the value.
+_ASSIGNMENTS = (
+    re.compile(r"(?<![\w.-])-{0,2}([A-Za-z_][\w.-]*)=" + _VALUE),
+    re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*):[ \t]+" + _VALUE),
+    re.compile(r"(?<!\S)--?([A-Za-z][\w-]*)[ \t]+" + _VALUE),
+)
+OPTION = re.compile(r"--?([A-Za-z][\w-]*)")
+
+
+def looks_like_credential(name: str) -> bool:
+    words = [word.upper() for word in _WORDS.findall(str(name))]
+    if not words or words[-1] in _REFERENCE_ENDINGS:
+        return False
+    for index, word in enumerate(words):
+        if word in _CREDENTIAL_WORDS or word.endswith(_CREDENTIAL_ENDINGS) or word.startswith("PASSW"):
+            return True
+        if word in _KEY_WORDS and index and words[index - 1] in _KEY_QUALIFIERS:
+            return True
+    return False
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the secrets in a string are (start, end), in order and not overlapping."""
+    spans = [match.span(2) for match in _URL_PASSWORD.finditer(text)]
+    for pattern in _ASSIGNMENTS:
+        spans += [match.span(2) for match in pattern.finditer(text) if looks_like_credential(match.group(1))]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):  # a URL password inside an assigned value is one secret
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def mask_text(text: str, marker: str = MASK) -> str:
+    """`text` with the secret part of each credential shape replaced by `marker`."""
+    for start, end in reversed(secret_spans(text)):
+        text = text[:start] + marker + text[end:]
+    return text
