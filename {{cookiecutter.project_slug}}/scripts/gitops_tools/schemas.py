@@ -29,13 +29,13 @@ import kubernetes_validate
 import referencing
 import yaml
 
+from . import yaml_limits
 from .eks import version_key
 from .errors import InputError
 from .model import BUILTIN_GROUPS, Manifest
 
 SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class SchemaStore:
     def _parse(path: Path, url: str):
         try:
             text = path.read_text()
-            return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_LOADER)
+            return json.loads(text) if path.suffix == ".json" else yaml_limits.load(text)
         except (OSError, ValueError, yaml.YAMLError) as error:
             raise InputError(f"{path}: unreadable schema for {url}: {str(error).splitlines()[0]}") from None
 

@@ -1,0 +1,166 @@
+"""Robustness of the tools against hostile or unusual input and against each other (issue 10, point 7):
+YAML alias bombs, `kind: List`, concurrent runs, `render --out`, interrupted generators, a broken
+environment in a diff."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+from test_cli import one_line, tool
+
+from gitops_tools import yaml_limits
+from gitops_tools.errors import InputError
+from gitops_tools.locate import Locator
+from gitops_tools.model import Manifest, parse_stream, read_file
+from gitops_tools.yaml_file import load_mapping
+
+
+def alias_bomb(levels: int = 9, width: int = 10) -> str:
+    """The "billion laughs": each level repeats the one before `width` times, width**levels strings."""
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata:", "  name: lol", "l0: &l0 [lol]"]
+    for level in range(1, levels + 1):
+        lines.append(f"l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * width)}]")
+    lines.append(f"data: {{k: *l{levels}}}")
+    return "\n".join(lines) + "\n"
+
+
+ANCHORED = """---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: anchored
+  labels: &labels {app: trainer, tier: gpu}
+  annotations:
+    copied: &value same
+data:
+  a: *value
+  b: *value
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: svc
+  labels: &labels {app: trainer, tier: gpu}
+spec:
+  selector: *labels
+"""
+
+
+# --- YAML alias bombs -------------------------------------------------------------------------------------
+
+
+def test_an_alias_bomb_is_refused_in_one_line_before_it_is_expanded():
+    started = time.monotonic()
+    with pytest.raises(InputError) as refused:
+        parse_stream(alias_bomb(), "clusters/dev/lol.yaml")
+    message = str(refused.value)
+    assert message == (
+        "clusters/dev/lol.yaml: its aliases expand to more than 1,000,000 nodes (an alias bomb?); refused"
+    )
+    assert time.monotonic() - started < 5
+
+
+def test_a_recursive_alias_is_refused():
+    with pytest.raises(InputError, match=r"^x.yaml: an alias refers to the node that contains it"):
+        parse_stream("apiVersion: v1\nkind: ConfigMap\nmetadata: &m {name: a, again: *m}\n", "x.yaml")
+
+
+def test_yaml_with_a_few_anchors_still_loads():
+    manifests = parse_stream(ANCHORED, "anchored.yaml")
+    assert [m.resource for m in manifests] == ["ConfigMap/anchored", "Service/svc"]
+    assert manifests[0].doc["data"] == {"a": "same", "b": "same"}
+    assert manifests[1].doc["spec"]["selector"] == {"app": "trainer", "tier": "gpu"}
+    # Below the limit, however many aliases: 10**5 expanded strings.
+    assert len(yaml.safe_dump(parse_stream(alias_bomb(levels=5), "x.yaml")[0].doc)) > 0
+
+
+def test_every_loader_of_repository_yaml_refuses_an_alias_bomb(tmp_path):
+    bomb = tmp_path / "kustomization.yaml"
+    bomb.write_text(alias_bomb())
+    with pytest.raises(InputError, match=r"kustomization.yaml: its aliases expand to more than"):
+        read_file(bomb, tmp_path)
+    with pytest.raises(InputError, match=r"kustomization.yaml: invalid YAML: its aliases expand to more than"):
+        load_mapping(bomb)
+    for load in (yaml_limits.load, yaml_limits.load_all, yaml_limits.compose_all):
+        with pytest.raises(yaml_limits.AliasLimitError):
+            load(bomb.read_text())
+    # locate gives up on the file (no line) instead of reading it.
+    manifest = Manifest(doc={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lol"}}, file=bomb.name)
+    assert Locator(tmp_path).locate(manifest, ("data", "k")) == ("kustomization.yaml", 0)
+    bomb.write_text(ANCHORED.replace("name: anchored", "name: lol"))
+    assert Locator(tmp_path).locate(manifest, ("data", "b")) == ("kustomization.yaml", 11)
+
+
+def test_validate_refuses_an_alias_bomb_in_one_line(repo, tmp_path):
+    bomb = tmp_path / "lol.yaml"
+    bomb.write_text(alias_bomb())
+    line = one_line(tool(repo, "validate", "--quiet", str(bomb)), "validate")
+    assert line == f"{bomb}: its aliases expand to more than 1,000,000 nodes (an alias bomb?); refused"
+
+
+# --- kind: List ----------------------------------------------------------------------------------------------
+
+LIST = """---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: fine}
+    data: {a: b}
+  - apiVersion: v1
+    kind: ConfigMapList
+    items:
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: bad}
+        data: {k: [1]}
+---
+apiVersion: v1
+kind: SecretList
+items: null
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after}
+"""
+
+
+def test_the_items_of_a_list_are_objects():
+    manifests = parse_stream(LIST, "list.yaml", env="dev")
+    assert [(m.resource, m.file, m.env) for m in manifests] == [
+        ("ConfigMap/fine", "list.yaml", "dev"),
+        ("ConfigMap/bad", "list.yaml", "dev"),
+        ("ConfigMap/after", "list.yaml", "dev"),
+    ]
+    # A kind that ends in "List" without items is an object of its own (kustomize does the same).
+    plain = parse_stream("apiVersion: example.com/v1\nkind: AllowList\nmetadata: {name: a}\n", "a.yaml")
+    assert [m.resource for m in plain] == ["AllowList/a"]
+
+
+@pytest.mark.parametrize(
+    "items, says", [("{a: b}", "List: items is not a list"), ("[plain]", "List: items[0] is not a mapping")]
+)
+def test_a_malformed_list_is_one_line(items, says):
+    with pytest.raises(InputError) as refused:
+        parse_stream(f"apiVersion: v1\nkind: List\nitems: {items}\n", "l.yaml")
+    assert str(refused.value) == f"l.yaml: {says}"
+
+
+def test_an_item_of_a_list_is_validated(repo, tmp_path):
+    listed = tmp_path / "list.yaml"
+    listed.write_text(LIST)
+    result = tool(repo, "validate", "--quiet", "--format", "json", str(listed))
+    assert result.returncode == 1, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["resource"], f["path"], f["file"]) for f in findings] == [
+        ("schema-invalid", "ConfigMap/bad", "data.k", str(listed))
+    ]
+    assert json.loads(result.stdout)["summary"]["objects"] == 3
+    passing = tmp_path / "fine.yaml"
+    passing.write_text(LIST.replace("{k: [1]}", "{k: v}"))
+    result = tool(repo, "validate", "--quiet", "--format", "json", str(passing))
+    assert result.returncode == 0 and json.loads(result.stdout)["findings"] == [], result.stdout
