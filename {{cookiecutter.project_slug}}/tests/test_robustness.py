@@ -5,13 +5,18 @@ environment in a diff."""
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
-from test_cli import one_line, tool
+from conftest import git
+from test_cli import environment, one_line, tool
 
 from gitops_tools import yaml_limits
+from gitops_tools.diff import gitrefs
 from gitops_tools.errors import InputError
 from gitops_tools.locate import Locator
 from gitops_tools.model import Manifest, parse_stream, read_file
@@ -164,3 +169,44 @@ def test_an_item_of_a_list_is_validated(repo, tmp_path):
     passing.write_text(LIST.replace("{k: [1]}", "{k: v}"))
     result = tool(repo, "validate", "--quiet", "--format", "json", str(passing))
     assert result.returncode == 0 and json.loads(result.stdout)["findings"] == [], result.stdout
+
+
+# --- two checkouts of one repository at once ------------------------------------------------------------
+
+
+def test_concurrent_worktrees_of_one_repository(repo):
+    commit = gitrefs.resolve("HEAD", repo)
+    barrier = threading.Barrier(2)
+
+    def checkout(_):
+        barrier.wait(timeout=30)
+        with gitrefs.worktree(commit, repo) as tree:
+            return tree, (tree / "platform.yaml").is_file()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for _ in range(20):  # the race it guards against lost about 1 run in 35
+            trees = list(pool.map(checkout, range(2)))
+            assert [present for _, present in trees] == [True, True]
+            assert trees[0][0] != trees[1][0] and not any(tree.exists() for tree, _ in trees)
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_concurrent_two_ref_diffs(repo):
+    (repo / "overlays" / "dev" / "settings.yaml").write_text(
+        (repo / "overlays" / "dev" / "settings.yaml").read_text() + "\n"
+    )
+    git(repo, "commit", "--quiet", "-am", "touch")
+    runs = [
+        subprocess.Popen(
+            [str(repo / "scripts" / "diff"), "--base", "HEAD~1", "--head", "HEAD", "--env", "dev"],
+            cwd=repo,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(10)
+    ]
+    results = [(run.wait(timeout=600), run.stderr.read()) for run in runs]
+    assert [code for code, _ in results] == [0] * 10, results
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
