@@ -9,11 +9,12 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import yaml
 from conftest import git
-from test_cli import environment, one_line, tool
+from test_cli import environment, one_line, tool, untouched
 
 from gitops_tools import yaml_limits
 from gitops_tools.diff import gitrefs
@@ -210,3 +211,57 @@ def test_concurrent_two_ref_diffs(repo):
     results = [(run.wait(timeout=600), run.stderr.read()) for run in runs]
     assert [code for code, _ in results] == [0] * 10, results
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+# --- render --out ------------------------------------------------------------------------------------------
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if ".git" not in p.parts)
+
+
+@pytest.mark.parametrize(
+    "out, says",
+    [
+        (".", ".: --out is the repository or a folder that holds it; choose a folder of its own"),
+        ("..", "..: --out is the repository or a folder that holds it; choose a folder of its own"),
+        ("overlays", "overlays: the folder holds files render did not write; choose another --out or empty it"),
+        ("clusters", "clusters: the folder holds files render did not write; choose another --out or empty it"),
+        (
+            "overlays/out",
+            "overlays/out: --out is inside overlays/, which holds the repository's sources; choose another",
+        ),
+        (
+            "clusters/dev/out",
+            "clusters/dev/out: --out is inside clusters/, which holds the repository's sources; choose another",
+        ),
+    ],
+)
+def test_render_refuses_an_out_that_holds_sources(repo, out, says):
+    before = listing(repo.parent)
+    assert one_line(tool(repo, "render", "--out", out), "render") == says
+    assert listing(repo.parent) == before
+    untouched(repo)
+
+
+def test_render_replaces_only_its_own_output(repo, tmp_path):
+    foreign = tmp_path / "mine"
+    (foreign / "dev").mkdir(parents=True)
+    (foreign / "dev" / "notes.yaml").write_text("mine: true\n")  # shaped like a render output, without its marker
+    said = one_line(tool(repo, "render", "--out", str(foreign)), "render")
+    assert said == f"{foreign}: the folder holds files render did not write; choose another --out or empty it"
+    assert listing(foreign) == ["dev", "dev/notes.yaml"]
+
+    out = tmp_path / "out"
+    assert tool(repo, "render", "--out", str(out)).returncode == 0
+    first = listing(out)
+    assert ".gitops-render" in first and "dev/training.yaml" in first and "prod/eksctl.yaml" in first
+    (out / "gone").mkdir()
+    (out / "gone" / "old.yaml").write_text("kind: Old\n")  # an environment an earlier render wrote
+    assert tool(repo, "render", "--out", str(out)).returncode == 0
+    assert listing(out) == first  # replaced as a whole
+
+    (out / "notes.txt").write_text("mine\n")  # a person's file in the output: no longer render's alone
+    said = one_line(tool(repo, "render", "--out", str(out)), "render")
+    assert said == f"{out}: the folder holds files render did not write; choose another --out or empty it"
+    assert (out / "notes.txt").read_text() == "mine\n" and listing(out) == sorted([*first, "notes.txt"])
