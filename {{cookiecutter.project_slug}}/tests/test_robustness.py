@@ -265,3 +265,44 @@ def test_render_replaces_only_its_own_output(repo, tmp_path):
     said = one_line(tool(repo, "render", "--out", str(out)), "render")
     assert said == f"{out}: the folder holds files render did not write; choose another --out or empty it"
     assert (out / "notes.txt").read_text() == "mine\n" and listing(out) == sorted([*first, "notes.txt"])
+
+
+# --- diff with one environment that does not render ---------------------------------------------------------
+
+
+def break_dev_and_change_prod(repo: Path) -> None:
+    kustomization = repo / "overlays" / "dev" / "training" / "kustomization.yaml"
+    config = yaml.safe_load(kustomization.read_text())
+    config["resources"].append("missing.yaml")
+    kustomization.write_text(yaml.safe_dump(config, sort_keys=False))
+    settings = repo / "overlays" / "prod" / "settings.yaml"
+    settings.write_text(settings.read_text().replace("- us-west-2b\n", "- us-west-2c\n", 1))
+
+
+def test_an_environment_that_does_not_render_leaves_the_others_shown(repo):
+    break_dev_and_change_prod(repo)
+    result = tool(repo, "diff", "--base", "main", "--format", "json")
+    assert result.returncode == 2
+    shown = json.loads(result.stdout)["environments"]
+    assert [(env["name"], env["status"]) for env in shown] == [("prod", "changed")]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith("diff: working tree does not render: overlays/dev/training: "), lines[0]
+    assert lines[0].endswith("missing.yaml: no such file or directory (environment dev; its diff is left out)")
+    assert str(repo) not in result.stderr
+
+    # Broken on the base side: dev is left out too (not shown as removed or added).
+    git(repo, "commit", "--quiet", "-am", "dev broken")
+    git(repo, "checkout", "--quiet", "main", "--", "overlays/dev")
+    result = tool(repo, "diff", "--base", "HEAD", "--format", "json")
+    assert result.returncode == 2 and [env["name"] for env in json.loads(result.stdout)["environments"]] == ["prod"]
+    assert result.stderr.startswith("diff: HEAD (") and "(environment dev; its diff is left out)" in result.stderr
+
+
+def test_a_diff_of_only_the_broken_environment_is_one_error(repo):
+    break_dev_and_change_prod(repo)
+    result = tool(repo, "diff", "--base", "main", "--env", "dev")
+    assert one_line(result, "diff").startswith("working tree does not render: overlays/dev/training: ")
+    assert result.stdout == ""
+    passing = tool(repo, "diff", "--base", "main", "--env", "prod")
+    assert passing.returncode == 0 and "prod" in passing.stdout and passing.stderr == ""
