@@ -5,6 +5,8 @@ environment in a diff."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -14,11 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import git
-from test_cli import environment, one_line, tool, untouched
+from test_cli import environment, one_line, tool, untouched, wait_for
 
 from gitops_tools import yaml_limits
 from gitops_tools.diff import gitrefs
 from gitops_tools.errors import InputError
+from gitops_tools.generate.files import write_all
 from gitops_tools.locate import Locator
 from gitops_tools.model import Manifest, parse_stream, read_file
 from gitops_tools.yaml_file import load_mapping
@@ -306,3 +309,66 @@ def test_a_diff_of_only_the_broken_environment_is_one_error(repo):
     assert result.stdout == ""
     passing = tool(repo, "diff", "--base", "main", "--env", "prod")
     assert passing.returncode == 0 and "prod" in passing.stdout and passing.stderr == ""
+
+
+# --- interrupted generators ---------------------------------------------------------------------------------
+
+
+def kustomize_slow_in_tmpdir(folder: Path, tmpdir: Path) -> dict:
+    """An environment whose `kustomize` waits (after marking folder/started) only when it builds a folder in
+    `tmpdir`: the generators' scratch copy, so a signal lands while that copy exists."""
+    folder.mkdir()
+    shim = folder / "kustomize"
+    shim.write_text(
+        "#!/bin/sh\nfor last; do :; done\n"
+        f'case "$last" in "{tmpdir}"/*) touch "{folder}/started"; sleep 30;; esac\n'
+        'shift\nexec kubectl kustomize "$@"\n'
+    )
+    shim.chmod(0o755)
+    return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmpdir))
+
+
+@pytest.mark.parametrize(
+    "verb, args",
+    [
+        ("new-job", ("resnet", "--env", "dev", "--workers", "1")),
+        ("new-environment", ("qa", "--instance-type", "g5.xlarge", "--nodes", "1")),
+    ],
+)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_generator_leaves_nothing_in_the_repository_or_tmpdir(repo, tmp_path, verb, args, signum):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = kustomize_slow_in_tmpdir(tmp_path / "bin", scratch)
+    process = subprocess.Popen(
+        [str(repo / "scripts" / verb), *args],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    wait_for(tmp_path / "bin" / "started")  # the generator is rendering its scratch copy in TMPDIR
+    assert list(scratch.iterdir()), "the scratch copy is in TMPDIR while the generator works"
+    os.killpg(process.pid, signum)
+    out, err = process.communicate(timeout=60)
+    assert one_line(subprocess.CompletedProcess(process.args, process.returncode, out, err), verb, 130) == "interrupted"
+    untouched(repo)
+    assert [p.name for p in repo.rglob("*") if p.name.startswith(".generate-") or p.name.endswith(".new")] == []
+    assert list(scratch.iterdir()) == []
+
+
+def test_write_all_interrupted_while_staging_leaves_nothing(tmp_path):
+    root = tmp_path / "repo"
+    (root / "overlays").mkdir(parents=True)
+    blocked = root / "overlays" / f".b.yaml.{os.getpid()}.new"
+    os.mkfifo(blocked)  # writing the second file waits here until the interrupt
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_all(root, {"overlays/new/a.yaml": "a: 1\n", "overlays/b.yaml": "b: 2\n"})
+    finally:
+        timer.cancel()
+    assert listing(root) == ["overlays"]  # the staged file, its folder and the cut-short temporary are gone
