@@ -391,9 +391,11 @@ def test_a_side_that_does_not_render_is_one_line_and_exit_2(repo):
 
     result = repo.cli("--base", "main")
 
-    assert result.code == 2 and result.out == ""
+    # prod still renders: its diff is written, then dev's error (tests/test_robustness.py has more).
+    assert result.code == 2 and result.out.endswith("No changes in the rendered manifests.\n")
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
     assert result.err.startswith("diff: working tree does not render: overlays/dev/training")
+    assert result.err.endswith("(environment dev; its diff is left out)\n")
     assert str(repo.root) not in result.err
 
 

@@ -5,15 +5,18 @@ A real HTTP server on the loopback interface stands in for raw.githubusercontent
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from gitops_tools.errors import InputError
-from gitops_tools.schemas import SCHEMA_DIR_VARIABLE, SchemaStore
+from gitops_tools.schemas import SCHEMA_DIR_VARIABLE, SchemaStore, local_name
 
 CRD = """---
 apiVersion: apiextensions.k8s.io/v1
@@ -87,3 +90,101 @@ def test_a_failed_download_is_one_clear_input_error(server, tmp_path, monkeypatc
     with pytest.raises(InputError, match="cannot download schema"):
         store(base_url, tmp_path / "empty-cache").document("example.com/Widget")
     assert not list((tmp_path / "empty-cache").rglob("*.yaml"))
+
+
+class _TogetherHandler(_QuietHandler):
+    """Holds every request until RUNS of them have arrived, so the downloads end at the same moment."""
+
+    barrier: threading.Barrier
+
+    def do_GET(self):
+        with contextlib.suppress(threading.BrokenBarrierError):  # a run that never came: serve the others
+            self.barrier.wait(timeout=60)
+        super().do_GET()
+
+
+RUNS = 20
+DOWNLOAD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from gitops_tools.errors import InputError
+from gitops_tools.schemas import SchemaStore
+store = SchemaStore({"example.com/Widget": sys.argv[2]}, cache_dir=Path(sys.argv[3]))
+try:
+    print(store.document("example.com/Widget")["spec"]["names"]["kind"])
+except InputError as error:
+    sys.exit(f"error: {error}")
+"""
+
+
+def test_concurrent_runs_with_an_empty_cache_all_get_the_schema(tmp_path, monkeypatch):
+    monkeypatch.delenv(SCHEMA_DIR_VARIABLE, raising=False)
+    site = tmp_path / "site"
+    (site / PATH).parent.mkdir(parents=True)
+    (site / PATH).write_text(CRD)
+    handler = type("Handler", (_TogetherHandler,), {"barrier": threading.Barrier(RUNS)})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    cache = tmp_path / "cache"
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/{PATH}"
+    scripts = str(Path(__file__).resolve().parent.parent / "scripts")
+    try:
+        runs = [
+            subprocess.Popen(
+                [sys.executable, "-c", DOWNLOAD, scripts, url, str(cache)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(RUNS)
+        ]
+        results = [run.communicate(timeout=300) for run in runs]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    outcomes = [(run.returncode, out.strip(), err) for run, (out, err) in zip(runs, results, strict=True)]
+    assert outcomes == [(0, "Widget", "")] * RUNS
+    host = f"127.0.0.1_{httpd.server_address[1]}"  # the port's ":" made safe
+    assert [p.relative_to(cache) for p in cache.rglob("*") if p.is_file()] == [Path(host) / PATH]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file://{site}/../../../escape.yaml",
+        "file://{site}/a/%2E%2E/%2E%2E/escape.yaml",
+        "file://{site}/..",
+    ],
+)
+def test_a_schema_url_never_writes_outside_the_cache(tmp_path, monkeypatch, url):
+    monkeypatch.delenv(SCHEMA_DIR_VARIABLE, raising=False)
+    site = tmp_path / "a" / "b" / "site"
+    site.mkdir(parents=True)
+    (tmp_path / "escape.yaml").write_text(CRD)
+    cache = tmp_path / "a" / "b" / "cache"
+    store_ = SchemaStore({"example.com/Widget": url.format(site=site)}, cache_dir=cache)
+    before = sorted(p for p in tmp_path.rglob("*") if not p.is_relative_to(cache))
+    try:
+        store_.document("example.com/Widget")
+    except InputError as error:
+        assert "cannot download schema" in str(error) or "names no file inside the cache" in str(error)
+    after = sorted(p for p in tmp_path.rglob("*") if not p.is_relative_to(cache))
+    assert after == before
+    written = [p for p in cache.rglob("*") if p.is_file()]
+    assert all(p.resolve().is_relative_to(cache.resolve()) for p in written)
+    assert not [p for p in written if p.name.endswith(".part")]
+
+
+@pytest.mark.parametrize(
+    "url, name",
+    [
+        ("https://example.com/crds/example.com_widgets.yaml", "crds/example.com_widgets.yaml"),
+        ("https://example.com/eksctl/schema.json", "eksctl/schema.json"),
+        ("https://example.com/x/..", "crds/__"),
+        ("https://example.com/x/.", "crds/_"),
+        ("https://example.com/x/a%2F..%2Fb.yaml?ref=1", "crds/a_2F.._2Fb.yaml"),
+    ],
+)
+def test_a_local_name_is_one_plain_file_name(url, name):
+    assert local_name(url) == name

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import yaml
 
+from . import yaml_limits
 from .model import Manifest
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
@@ -217,7 +217,7 @@ class Locator:
     def _parse(self, file: Path) -> list:
         if file not in self._documents:
             try:
-                nodes = list(yaml.compose_all(file.read_text(), Loader=_LOADER))
+                nodes = yaml_limits.compose_all(file.read_text())
             except (OSError, yaml.YAMLError, UnicodeDecodeError):
                 nodes = []
             self._documents[file] = [n for n in nodes if n is not None]
@@ -231,7 +231,7 @@ class Locator:
             return []
         file = next((folder / n for n in _KUSTOMIZATION_FILES if (folder / n).is_file()), None)
         documents = self._parse(file) if file else []
-        config = yaml.load(file.read_text(), Loader=_LOADER) if documents else None
+        config = self._config(folder) if documents else None
         if not isinstance(config, dict):
             self._trees[folder] = []
             return []
@@ -285,7 +285,7 @@ class Locator:
     def _config(self, folder: Path) -> dict:
         file = next((folder / n for n in _KUSTOMIZATION_FILES if (folder / n).is_file()), None)
         try:
-            config = yaml.load(file.read_text(), Loader=_LOADER) if file else None
+            config = yaml_limits.load(file.read_text()) if file else None
         except (OSError, yaml.YAMLError, UnicodeDecodeError):
             config = None
         return config if isinstance(config, dict) else {}
@@ -295,7 +295,7 @@ class Locator:
         for entry in config.get("replacements") or []:
             if isinstance(entry, dict) and entry.get("path"):
                 try:
-                    loaded = yaml.load((folder / str(entry["path"])).read_text(), Loader=_LOADER)
+                    loaded = yaml_limits.load((folder / str(entry["path"])).read_text())
                 except (OSError, yaml.YAMLError, UnicodeDecodeError):
                     continue
                 found.extend(loaded if isinstance(loaded, list) else [loaded])
@@ -344,7 +344,7 @@ class Locator:
 
     def _patch_text(self, file: Path, text: str, target, offset: int) -> list[_Candidate]:
         try:
-            nodes = [n for n in yaml.compose_all(text, Loader=_LOADER) if n is not None]
+            nodes = [n for n in yaml_limits.compose_all(text) if n is not None]
         except yaml.YAMLError:
             return []
         return self._patch_nodes(file, nodes, target, offset)

@@ -17,8 +17,10 @@ import copy
 import json
 import os
 import re
+import tempfile
 import urllib.error
 import urllib.request
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -29,13 +31,13 @@ import kubernetes_validate
 import referencing
 import yaml
 
+from . import yaml_limits
 from .eks import version_key
 from .errors import InputError
 from .model import BUILTIN_GROUPS, Manifest
 
 SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,28 @@ class SchemaProblem:
     path: tuple = ()  # where in the object, for locating the line
 
 
+def _safe_part(part: str) -> str:
+    """One path component made of plain characters only; never "", "." or ".."."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", part)
+    return cleaned if cleaned.strip(".") else cleaned.replace(".", "_") or "_"
+
+
 def local_name(url: str) -> str:
-    """Where a schema lives inside a schema folder: crds/<file> or eksctl/schema.json."""
-    file = url.rsplit("/", 1)[-1]
+    """Where a schema lives inside a schema folder: crds/<file> or eksctl/schema.json; the file name is
+    the URL's last component with anything but letters, digits, ".", "_" and "-" replaced, so it never
+    names a place outside the folder."""
+    file = _safe_part(url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[-1])
     return "eksctl/schema.json" if file == "schema.json" else f"crds/{file}"
+
+
+def _cache_path(cache_dir: Path, url: str) -> Path:
+    """The cache file for `url`: <host>/<path> with every component made safe, always inside cache_dir."""
+    address = url.split("?", 1)[0].split("#", 1)[0].split("://", 1)[-1]
+    parts = [_safe_part(part) for part in address.split("/") if part]
+    path = cache_dir.joinpath(*parts) if parts else cache_dir / "_"
+    if not path.resolve().is_relative_to(cache_dir.resolve()) or path.resolve() == cache_dir.resolve():
+        raise InputError(f"schema URL {url!r} names no file inside the cache {cache_dir}")
+    return path
 
 
 def default_cache_dir() -> Path:
@@ -57,6 +77,25 @@ def default_cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gitops-tools"
     )
     return Path(base) / "schemas"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Put `data` at `path` through a temporary file of its own in the same folder: runs that fill an
+    empty cache at the same time never share a partial file, and a reader sees all of a file or none."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    except OSError as error:
+        raise InputError(f"{path.parent}: cannot write to the schema cache: {error.strerror}") from None
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException as error:
+        with suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise InputError(f"{path}: cannot write to the schema cache: {error.strerror}") from None
+        raise
 
 
 class SchemaStore:
@@ -84,9 +123,12 @@ class SchemaStore:
             if not path.is_file():
                 raise InputError(f"{path}: schema file missing from the schema folder {self.schema_dir}")
             return path
-        path = self.cache_dir / url.split("://", 1)[-1]
+        path = _cache_path(self.cache_dir, url)
         if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise InputError(f"{path.parent}: cannot create the schema cache: {error.strerror}") from None
             try:
                 with urllib.request.urlopen(url, timeout=30) as response:
                     data = response.read()
@@ -96,16 +138,14 @@ class SchemaStore:
                     f"cannot download schema {url}: {reason}; "
                     f"give a local copy with --schema-dir or {SCHEMA_DIR_VARIABLE}"
                 ) from None
-            partial = path.with_suffix(path.suffix + ".part")
-            partial.write_bytes(data)
-            partial.rename(path)
+            _write_atomically(path, data)
         return path
 
     @staticmethod
     def _parse(path: Path, url: str):
         try:
             text = path.read_text()
-            return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_LOADER)
+            return json.loads(text) if path.suffix == ".json" else yaml_limits.load(text)
         except (OSError, ValueError, yaml.YAMLError) as error:
             raise InputError(f"{path}: unreadable schema for {url}: {str(error).splitlines()[0]}") from None
 

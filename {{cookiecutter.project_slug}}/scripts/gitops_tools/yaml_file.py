@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from . import yaml_limits
 from .errors import InputError
 
 
@@ -13,7 +14,7 @@ def load_mapping(path: Path, shown: str | Path | None = None) -> dict:
     """The file's content as a dict ({} when empty); `shown` names it in errors (default: the path)."""
     name = shown if shown is not None else path
     try:
-        content = yaml.safe_load(path.read_text()) or {}
+        content = yaml_limits.load(path.read_text()) or {}
     except OSError as error:
         raise InputError(f"{name}: cannot read: {error.strerror}") from None
     except yaml.YAMLError as error:

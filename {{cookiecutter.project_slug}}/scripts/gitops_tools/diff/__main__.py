@@ -9,7 +9,8 @@ CI gets the comment and a full text diff for its log while rendering each ref on
 
 Exit status: 0 no changes (or changes without --exit-code), 1 changes with --exit-code,
 2 a usage or input error (not a git repository, unknown ref, a side that does not render), in
-one line.
+one line; also when an environment does not render while others do: the others' diff is written
+first, then one line per broken environment on stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .formats import FORMATS, Options
 from .formats.markdown import DEFAULT_LIMIT, GITHUB_LIMIT
 from .notices import catalogue
 from .report import build_report
-from .sides import render_both, side
+from .sides import render_sides, side
 
 VERB = "diff"
 _SMALLEST_LIMIT = 10_000
@@ -110,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     root = repository_root(Path.cwd())
     gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
-    base_envs, head_envs = render_both(base, head, root, args.env)
-    report = build_report(base, base_envs, head, head_envs, args.context)
+    rendered = render_sides(base, head, root, args.env)
+    report = build_report(base, rendered.base, head, rendered.head, args.context)
     options = Options(
         color=use_color(args.color, args.output),
         max_chars=args.max_chars,
@@ -124,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if files:
         changed = ", ".join(env.name for env in report.changed) or "none"
         print(f"{VERB}: environments with changes: {changed}; wrote {', '.join(files)}", file=sys.stderr)
+    for broken in rendered.broken:  # after the diff of the others is written
+        print(f"{VERB}: {broken.line}", file=sys.stderr)
+    if rendered.broken:
+        return 2
     return 1 if args.exit_code and report.has_changes else 0
 
 

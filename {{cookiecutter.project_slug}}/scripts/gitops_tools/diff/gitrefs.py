@@ -7,6 +7,7 @@ render fails or the user interrupts.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import tempfile
@@ -51,24 +52,48 @@ def short(commit: str, root: Path) -> str:
 
 
 @contextmanager
+def _worktree_lock(root: Path):
+    """One `git worktree add` or `remove` at a time in a repository, across processes: each of them reads
+    every entry of .git/worktrees/, and fails on one that another is writing ("failed to read
+    .git/worktrees/<name>/commondir"), unique names or not."""
+    common = Path(git(["rev-parse", "--git-common-dir"], root))
+    lock_file = (common if common.is_absolute() else root / common) / "gitops-tools-worktree.lock"
+    try:
+        handle = open(lock_file, "a")  # noqa: SIM115 (held for the block below)
+    except OSError:  # a read-only .git: go on without the lock, as before
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
 def worktree(commit: str, root: Path):
     """A temporary checkout of `commit`; yields the folder that corresponds to `root`."""
     where = prefix(root)
     holder = Path(tempfile.mkdtemp(prefix="gitops-diff-"))
-    tree = holder / "tree"
+    # Git names the worktree after the folder (.git/worktrees/<name>): a name of its own per checkout, as
+    # two at once (the two sides of a diff, or two diffs) under one name race on that metadata folder.
+    tree = holder / f"tree-{holder.name.removeprefix('gitops-diff-')}"
     added = False
     try:
         # No hooks: a user's post-checkout hook has no business running in a throwaway tree.
-        git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", str(tree), commit], root)
-        added = True
+        with _worktree_lock(root):
+            git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", str(tree), commit], root)
+            added = True
         yield tree / where
     finally:
         if added:
-            try:
-                git(["worktree", "remove", "--force", str(tree)], root)
-            except InputError:
-                shutil.rmtree(tree, ignore_errors=True)
-                git_quietly(["worktree", "prune"], root)
+            with _worktree_lock(root):
+                try:
+                    git(["worktree", "remove", "--force", str(tree)], root)
+                except InputError:
+                    shutil.rmtree(tree, ignore_errors=True)
+                    git_quietly(["worktree", "prune"], root)
         shutil.rmtree(holder, ignore_errors=True)
 
 

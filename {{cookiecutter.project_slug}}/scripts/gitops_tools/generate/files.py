@@ -53,11 +53,13 @@ def write_all(root: Path, files: dict[str, str]) -> None:
                 folder.mkdir()
                 created_folders.append(folder)
             temporary = target.with_name(f".{target.name}.{os.getpid()}.new")
+            staged[target] = temporary  # before writing: a write cut short is removed too
             temporary.write_text(text)
-            staged[target] = temporary
-    except OSError as error:
+    except BaseException as error:  # OSError, or Ctrl-C / SIGTERM (cli turns it into KeyboardInterrupt)
         _undo({}, staged, created_folders)
-        raise _refusal(root, target, error) from None
+        if isinstance(error, OSError):
+            raise _refusal(root, target, error) from None
+        raise
     with _uninterrupted():
         originals: dict[Path, bytes | None] = {}
         try:

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import yaml
 
+from .. import yaml_limits
 from ..errors import InputError
 from .kinds import LOCAL_CONFIG_ANNOTATION
-
-# libyaml's loader, where PyYAML was built with it, parses about ten times faster.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -105,8 +103,11 @@ class Environment:
 
 
 def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[Manifest]:
+    """The objects in a YAML stream; the items of a `kind: List` (or any `*List` with `items`) are objects."""
     try:
-        docs = list(yaml.load_all(text, Loader=_LOADER))
+        docs = yaml_limits.load_all(text)
+    except yaml_limits.AliasLimitError as error:
+        raise InputError(f"{file}: {error}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
@@ -118,8 +119,28 @@ def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[
             continue
         if not isinstance(doc, dict):
             raise InputError(f"{file}: a YAML document is not a mapping")
-        manifests.append(Manifest(doc=doc, file=file, env=env, source=source))
+        manifests.extend(Manifest(doc=item, file=file, env=env, source=source) for item in _expand_lists(doc, file))
     return manifests
+
+
+def _expand_lists(doc: dict, file: str) -> list[dict]:
+    """`doc`, or the objects a List holds, the way kubectl and kustomize read it: a kind ending in "List"
+    with an `items` field is replaced by its items (nested Lists too); `items: null` is an empty List.
+    kustomize v5.8.1 api/resource/factory.go inlineAnyEmbeddedLists."""
+    kind = doc.get("kind")
+    if not isinstance(kind, str) or not kind.endswith("List") or "items" not in doc:
+        return [doc]
+    items = doc["items"]
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise InputError(f"{file}: {kind}: items is not a list")
+    result = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InputError(f"{file}: {kind}: items[{index}] is not a mapping")
+        result.extend(_expand_lists(item, file))
+    return result
 
 
 def read_file(path: Path, root: Path, env: str = "", source: str = "") -> list[Manifest]:
@@ -139,5 +160,12 @@ def relative(path: Path, root: Path) -> str:
         return str(path)
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value repeated through YAML aliases in full each time, as kubectl applies it (no &id001)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 def dump(manifests: list[Manifest]) -> str:
-    return "".join("---\n" + yaml.safe_dump(m.doc, sort_keys=False) for m in manifests)
+    return "".join("---\n" + yaml.dump(m.doc, Dumper=_PlainDumper, sort_keys=False) for m in manifests)
