@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cli, kustomize
+from . import cli, flux_build
 from .errors import InputError
 from .model import (
     CLUSTER_CONFIG,
@@ -24,9 +24,6 @@ from .model import (
     FluxKustomization,
     Manifest,
     dump,
-    parse_stream,
-    read_file,
-    relative,
 )
 
 VERB = "render"
@@ -34,93 +31,127 @@ VERB = "render"
 # so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
 # 24-environment fleet 10-30% faster than 2).
 RENDER_WORKERS = 2 * (os.cpu_count() or 1)
+# The Flux Kustomization `flux bootstrap` creates, and the GitRepository it reads: both flux-system.
+ROOT_NAME = "flux-system"
 
 
 def environment_names(root: Path) -> list[str]:
     clusters = root / "clusters"
     if not clusters.is_dir():
-        raise InputError(f"{clusters}: no clusters/ folder; is {root} a repository made by the template?")
-    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _entry_files(p))
+        raise InputError(f"{clusters}: no clusters/ folder; Flux is bootstrapped with --path=clusters/<env>")
+    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _has_manifests(p))
 
 
-def _entry_files(folder: Path) -> list[Path]:
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+def _has_manifests(folder: Path) -> bool:
+    return any(f.suffix in (".yaml", ".yml") for f in folder.rglob("*") if f.is_file())
 
 
-def entry_points(root: Path, env: str) -> list[FluxKustomization]:
-    """The Flux Kustomizations in clusters/<env>/*.yaml (flux-system/ is Flux's own)."""
-    found = []
-    for path in _entry_files(root / "clusters" / env):
-        for manifest in read_file(path, root, env=env):
-            if manifest.group_kind != FLUX_KUSTOMIZATION:
-                continue
-            spec = manifest.doc.get("spec") or {}
-            found.append(
-                FluxKustomization(
-                    manifest=manifest,
-                    path=str(spec.get("path", "")).removeprefix("./").rstrip("/"),
-                    depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
-                )
-            )
-    return found
+def root_kustomization(env: str) -> FluxKustomization:
+    """The Kustomization `flux bootstrap --path=clusters/<env>` creates (gotk-sync.yaml): it applies the
+    folder itself. Replaced by the repository's own copy when clusters/<env>/flux-system/ has one."""
+    doc = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": ROOT_NAME, "namespace": ROOT_NAME},
+        "spec": {
+            "interval": "10m0s",
+            "path": f"./clusters/{env}",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": ROOT_NAME},
+        },
+    }
+    manifest = Manifest(doc=doc, file=f"clusters/{env}", env=env, source=ROOT_NAME)
+    return FluxKustomization(manifest=manifest, path=f"clusters/{env}")
 
 
-def _build(root: Path, rel_path: str, env: str, source: str) -> list[Manifest]:
-    folder = root / rel_path
-    if kustomize.has_kustomization(folder):
-        return parse_stream(kustomize.build(folder), rel_path, env=env, source=source)
-    return _as_flux_generates(root, folder, env, source)
+def _key(manifest: Manifest) -> tuple[str, str]:
+    return manifest.namespace or ROOT_NAME, manifest.name
 
 
-def _as_flux_generates(root: Path, folder: Path, env: str, source: str) -> list[Manifest]:
-    """What Flux applies from a folder without a kustomization file: it generates one that lists every
-    Kubernetes manifest below the folder, and each sub-folder that has a kustomization file as a whole."""
-    objects: list[Manifest] = []
-    for current, folders, files in os.walk(folder):
-        here = Path(current)
-        if here != folder and kustomize.has_kustomization(here):
-            objects.extend(parse_stream(kustomize.build(here), relative(here, root), env=env, source=source))
-            folders.clear()
+def _entry(manifest: Manifest) -> FluxKustomization:
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    path = flux_build.repository_path(spec.get("path", ""), f"{manifest.file}: Kustomization {manifest.name!r}")
+    return FluxKustomization(
+        manifest=manifest,
+        path=path,
+        depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+    )
+
+
+def _follow(environment: Environment, parent: FluxKustomization, seen: set) -> list[FluxKustomization]:
+    """Take the Flux Kustomizations `parent` applies that build from this repository out of its objects,
+    as entries of their own (each once: a cycle or a repeat stays an object); return the new entries."""
+    found, kept = [], []
+    for manifest in parent.objects:
+        if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest):
+            kept.append(manifest)
             continue
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for name in sorted(files):
-            if name.endswith((".yaml", ".yml")):
-                objects.extend(
-                    m
-                    for m in read_file(here / name, root, env=env, source=source)
-                    if m.api_version and m.kind and not m.local_config
-                )
-    return objects
+        key = _key(manifest)
+        if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0]:
+            parent.manifest = manifest  # the repository's own gotk-sync.yaml
+            continue
+        if key in seen:
+            kept.append(manifest)
+            continue
+        seen.add(key)
+        entry = _entry(manifest)
+        environment.kustomizations.append(entry)
+        found.append(entry)
+    parent.objects = kept
+    return found
 
 
 def render_repository(
     root: Path, envs: list[str] | None = None, progress=None, skip_missing: bool = False
 ) -> list[Environment]:
-    """Render the chosen environments (all by default), overlays in parallel.
+    """Render the chosen environments (all by default), builds in parallel.
 
-    A Flux Kustomization whose path does not exist is an input error, or with `skip_missing`
-    is kept with no objects and `rendered` False (validate reports it as a finding).
+    Each environment starts from what Flux applies from clusters/<env> (an entry named flux-system) and
+    follows every Flux Kustomization that builds from this repository. A Flux Kustomization whose path
+    does not exist is an input error, or with `skip_missing` is kept with no objects and `rendered`
+    False (validate reports it as a finding).
     """
     names = envs or environment_names(root)
     unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
     if unknown:
         raise InputError(f"unknown environment {unknown[0]!r}; known: {', '.join(environment_names(root))}")
     environments = [Environment(name) for name in names]
-    jobs = []  # (environment, kustomization or None for eksctl, path)
-    for environment in environments:
-        environment.kustomizations = entry_points(root, environment.name)
-        for kustomization in environment.kustomizations:
-            jobs.append((environment, kustomization, kustomization.path))
-        if (root / "overlays" / environment.name / "eksctl").is_dir():
-            jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+    workspace = flux_build.Workspace(root)
+    try:
+        flux_build.check_paths(workspace.path)
+        seen = {e.name: {(ROOT_NAME, ROOT_NAME)} for e in environments}
+        jobs = []  # (environment, kustomization or None for eksctl, path)
+        for environment in environments:
+            entry = root_kustomization(environment.name)
+            environment.kustomizations = [entry]
+            jobs.append((environment, entry, entry.path))
+            if (root / "overlays" / environment.name / "eksctl").is_dir():
+                jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+        while jobs:
+            results = _run_jobs(root, workspace, jobs, progress, skip_missing)
+            following = []
+            for (environment, kustomization, _), objects in zip(jobs, results, strict=True):
+                if kustomization is None:
+                    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+                    environment.cluster_config = configs[0] if configs else None
+                    continue
+                kustomization.objects = objects
+                for entry in _follow(environment, kustomization, seen[environment.name]):
+                    following.append((environment, entry, entry.path))
+            jobs = following
+    finally:
+        workspace.close()
+    return environments
 
+
+def _run_jobs(root: Path, workspace, jobs: list, progress, skip_missing: bool) -> list[list[Manifest]]:
     stopping = threading.Event()
 
     def run(job):
         environment, kustomization, path = job
         if stopping.is_set():
             return []
-        if kustomization is not None and not (root / path).is_dir():
+        if kustomization is not None and not (workspace.path / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
                 return []
@@ -129,7 +160,8 @@ def render_repository(
                 f"points at {path!r}, which does not exist"
             )
         source = kustomization.name if kustomization else "eksctl"
-        objects = _build(root, path, environment.name, source)
+        spec = kustomization.manifest.doc.get("spec") if kustomization else None
+        objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)
         # A build that started as the user interrupted (its process missed the signal) ends unreported.
         if progress and not stopping.is_set():
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
@@ -137,20 +169,13 @@ def render_repository(
 
     pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
     try:
-        results = list(pool.map(run, jobs))
+        return list(pool.map(run, jobs))
     except BaseException:
         stopping.set()
         raise
     finally:
         # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
         pool.shutdown(wait=True, cancel_futures=True)
-    for (environment, kustomization, _), objects in zip(jobs, results, strict=False):
-        if kustomization is not None:
-            kustomization.objects = objects
-        else:
-            configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
-            environment.cluster_config = configs[0] if configs else None
-    return environments
 
 
 def _is_render_output(folder: Path) -> bool:
