@@ -3,7 +3,9 @@ confined to the repository (real kustomize, copies of this repository)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from diff_fixtures import GitRepo, environments, objects  # noqa: E402
 
 from gitops_tools.errors import InputError  # noqa: E402
 from gitops_tools.render import render_repository, repository_root  # noqa: E402
+from gitops_tools.validate import plan  # noqa: E402
 
 BACKDOOR = {
     "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -91,6 +94,7 @@ def test_a_backdoor_in_clusters_env_shows_in_the_diff(repo):
 
     result = repo.diff("--base", "HEAD~1", "--head", "HEAD", "--format", "json")
 
+    assert result.code == 0, result.err
     prod = environments(result)["prod"]
     assert prod["counts"] == {"added": 1, "changed": 0, "removed": 0}, result.err
     assert list(objects(prod)) == ["ClusterRoleBinding backdoor"]
@@ -130,6 +134,7 @@ def test_target_namespace_moves_every_object_and_the_diff_shows_it(repo):
     job = find(repo, "MPIJob", "horovod-train")
     result = repo.diff("--base", "HEAD~1", "--head", "HEAD", "--format", "json")
 
+    assert result.code == 0, result.err
     assert job.namespace == "ml"
     changed = objects(environments(result)["prod"])
     assert "MPIJob ml/horovod-train" in changed and MPIJOB in changed
@@ -261,3 +266,126 @@ def test_remote_bases_are_refused_offline(repo, base):
 
 def test_repository_root_is_found_from_a_sub_folder(repo):
     assert repository_root(repo.root / "overlays" / "prod") == repo.root
+
+
+# --- a repository laid out as fluxcd's kustomize-helm example (written here, not copied) ------------
+
+
+def flux_kustomization(name: str, path: str, depends_on: list[str] = (), **spec) -> dict:
+    doc = nested(name, path)
+    doc["spec"].update(spec)
+    if depends_on:
+        doc["spec"]["dependsOn"] = [{"name": d} for d in depends_on]
+    return doc
+
+
+def write_all(path: Path, docs: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
+
+
+def flux_example(root: Path, apps_depend_on: str = "infra-configs") -> Path:
+    root.mkdir(parents=True)
+    shutil.copy2(Path(__file__).resolve().parent.parent / ".yamllint", root / ".yamllint")
+    for env in ("production", "staging"):
+        cluster = root / "clusters" / env
+        write_all(
+            cluster / "flux-system" / "gotk-sync.yaml",
+            [
+                {
+                    "apiVersion": "source.toolkit.fluxcd.io/v1",
+                    "kind": "GitRepository",
+                    "metadata": {"name": "flux-system", "namespace": "flux-system"},
+                    "spec": {
+                        "interval": "1m0s",
+                        "ref": {"branch": "main"},
+                        "secretRef": {"name": "flux-system"},
+                        "url": "ssh://git@github.com/example/fleet",
+                    },
+                },
+                flux_kustomization("flux-system", f"./clusters/{env}", interval="10m0s"),
+            ],
+        )
+        write_all(cluster / "flux-system" / "kustomization.yaml", [{"resources": ["gotk-sync.yaml"]}])
+        write_all(
+            cluster / "infrastructure.yaml",
+            [
+                flux_kustomization("infra-controllers", "./infrastructure/controllers", wait=True),
+                flux_kustomization("infra-configs", "./infrastructure/configs", ["infra-controllers"]),
+            ],
+        )
+        write_all(cluster / "apps.yaml", [flux_kustomization("apps", f"./apps/{env}", [apps_depend_on])])
+        write_all(
+            root / "apps" / env / "kustomization.yaml",
+            [{"namespace": "podinfo", "resources": ["../base/podinfo"]}],
+        )
+    write_all(
+        root / "infrastructure" / "controllers" / "ingress.yaml",
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ingress"}},
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "HelmRepository",
+                "metadata": {"name": "ingress", "namespace": "ingress"},
+                "spec": {"interval": "24h", "url": "https://kubernetes.github.io/ingress-nginx"},
+            },
+        ],
+    )
+    write_all(root / "infrastructure" / "controllers" / "kustomization.yaml", [{"resources": ["ingress.yaml"]}])
+    write_all(
+        root / "infrastructure" / "configs" / "settings.yaml",
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "ingress"},
+                "data": {"mode": "on"},
+            }
+        ],
+    )
+    write_all(
+        root / "apps" / "base" / "podinfo" / "namespace.yaml",
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo"}}],
+    )
+    write_all(root / "apps" / "base" / "podinfo" / "kustomization.yaml", [{"resources": ["namespace.yaml"]}])
+    return root
+
+
+def validate_json(root: Path, monkeypatch, capsys) -> tuple[int, dict]:
+    from gitops_tools.validate import __main__ as validate
+
+    monkeypatch.chdir(root)
+    code = validate.main(["--format", "json", "--quiet"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_flux_example_layout_is_a_repository_and_renders(tmp_path):
+    root = flux_example(tmp_path / "fleet")
+
+    production = render_repository(repository_root(root / "apps" / "base"), ["production"])[0]
+
+    found = {k.name: k for k in production.kustomizations}
+    assert sorted(found) == ["apps", "flux-system", "infra-configs", "infra-controllers"]
+    assert found["flux-system"].manifest.file == "clusters/production/flux-system/gotk-sync.yaml"
+    assert [m.resource for m in found["flux-system"].objects] == ["GitRepository/flux-system/flux-system"]
+    assert [m.resource for m in found["apps"].objects] == ["Namespace/podinfo"]
+    assert plan.source_folders(root) == ["apps", "clusters", "infrastructure"]  # what yamllint reads
+
+
+def test_the_flux_example_layout_runs_every_flux_rule(tmp_path, monkeypatch, capsys):
+    code, report = validate_json(flux_example(tmp_path / "fleet"), monkeypatch, capsys)
+
+    assert [n for n in report["notes"] if "Flux" in n or "flux" in n] == []
+    assert [f["rule"] for f in report["findings"] if f["severity"] == "error"] == []
+    assert code == 0
+
+
+def test_the_flux_example_layout_trips_a_flux_rule(tmp_path, monkeypatch, capsys):
+    code, report = validate_json(flux_example(tmp_path / "fleet", apps_depend_on="infra-config"), monkeypatch, capsys)
+
+    missing = [(f["env"], f["resource"]) for f in report["findings"] if f["rule"] == "dependency-missing"]
+    assert code == 1
+    assert sorted(missing) == [
+        ("production", "Kustomization/flux-system/apps"),
+        ("staging", "Kustomization/flux-system/apps"),
+    ]

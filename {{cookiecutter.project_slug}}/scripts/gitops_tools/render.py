@@ -229,10 +229,13 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
 
 
 def repository_root(start: Path) -> Path:
+    """The nearest folder at or above `start` with a clusters/ folder: Flux is bootstrapped with
+    --path=clusters/<env>, and whatever else the repository holds (overlays/, or infrastructure/ and
+    apps/ as in fluxcd's examples) is reached from there."""
     for candidate in (start, *start.parents):
-        if (candidate / "clusters").is_dir() and (candidate / "overlays").is_dir():
+        if (candidate / "clusters").is_dir():
             return candidate
-    raise InputError(f"{start}: not inside a repository made by the template (no clusters/ and overlays/)")
+    raise InputError(f"{start}: not inside a Flux repository (no clusters/<env>/ folder above it)")
 
 
 def _render(argv: list[str] | None) -> int:
