@@ -75,6 +75,18 @@ def test_any_manifest_below_clusters_env_is_applied_by_the_root_sync(repo, name)
     assert [m.name for m in environment(repo, "dev").objects if m.kind == "ClusterRoleBinding"] == []
 
 
+def test_a_file_git_ignores_never_reaches_flux_so_it_is_not_rendered(repo):
+    repo.write_yaml("clusters/prod/backdoor.yaml", BACKDOOR)
+    (repo.root / ".gitignore").write_text("clusters/prod/backdoor.yaml\n")
+
+    assert [m.resource for m in environment(repo).objects if m.kind == "ClusterRoleBinding"] == []
+
+    (repo.root / ".gitignore").write_text("")
+    assert [m.resource for m in environment(repo).objects if m.kind == "ClusterRoleBinding"] == [
+        "ClusterRoleBinding/backdoor"
+    ]
+
+
 def test_a_kustomization_file_in_clusters_env_is_built(repo):
     repo.write_yaml("clusters/prod/rbac/binding.yaml", BACKDOOR)
     repo.write_yaml(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from . import kustomize
 from .errors import InputError
 from .model import Manifest, parse_stream
 
+# libyaml's loader where PyYAML has it: every kustomization file is read before the builds.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # The repository's own GitRepository, as `flux bootstrap` names it (namespace flux-system).
 BOOTSTRAP_SOURCE = ("GitRepository", "flux-system", "flux-system")
 _SKIPPED = (".git",)
@@ -56,7 +59,8 @@ _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bit
 
 class Workspace:
     """A copy of the repository with only what resolves inside it: regular files, folders, and symlinks
-    whose target is inside the repository (rewritten as relative links inside the copy)."""
+    whose target is inside the repository (rewritten as relative links inside the copy). In a git work
+    tree only what git tracks or would track is copied (Flux's source is a commit: no ignored .venv)."""
 
     def __init__(self, root: Path, source: Path | None = None):
         self.root = root.resolve()
@@ -79,6 +83,38 @@ class Workspace:
 
 
 def _copy_confined(root: Path, dest: Path) -> None:
+    listed = _git_files(root)
+    if listed is None:
+        _copy_walk(root, dest)
+        return
+    for relative in listed:
+        source, copy = root / relative, dest / relative
+        if any(part in _SKIPPED for part in Path(relative).parts) or not os.path.lexists(source):
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            _link_inside(root, source, copy)
+        elif source.is_file():
+            shutil.copyfile(source, copy)
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Files git tracks or would track (not ignored) below `root`, or None outside a git work tree."""
+    try:
+        result = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    return sorted({os.fsdecode(name) for name in result.stdout.split(b"\0") if name})
+
+
+def _copy_walk(root: Path, dest: Path) -> None:
     for current, folders, files in os.walk(root):
         here = Path(current)
         target_dir = dest / here.relative_to(root)
@@ -158,7 +194,7 @@ def _named_paths(doc: dict):
 def _check_file(workspace: Path, file: Path) -> None:
     where = file.relative_to(workspace)
     try:
-        doc = yaml.safe_load(file.read_text())
+        doc = yaml.load(file.read_text(), Loader=_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return  # kustomize reports it
     if not isinstance(doc, dict):
@@ -182,56 +218,70 @@ def _transforms(spec: dict) -> dict:
     return found
 
 
-def needs_rewrite(folder: Path, spec: dict) -> bool:
-    return bool(_transforms(spec)) or not kustomize.has_kustomization(folder)
-
-
-def _generated(folder: Path) -> dict:
-    """The kustomization Flux generates for a folder without one (scanManifests)."""
-    resources = []
+def _generated(folder: Path, base: Path) -> tuple[dict, list | None]:
+    """The kustomization Flux generates for a folder without one (scanManifests), with paths relative to
+    `base`, the folder it is written in; and, when it lists only plain files that parse, their documents
+    by file (else None)."""
+    resources, plain = [], []
     for current, folders, files in os.walk(folder):
         here = Path(current)
         folders.sort()
         if here != folder and kustomize.has_kustomization(here):
-            resources.append(os.path.relpath(here, folder))
+            resources.append(os.path.relpath(here, base))
+            plain = None
             folders.clear()
             continue
         for name in sorted(files):
             if name.endswith((".yaml", ".yml")):
-                _check_manifest(here / name)
-                resources.append(os.path.relpath(here / name, folder))
+                docs = _check_manifest(here / name)
+                resources.append(os.path.relpath(here / name, base))
+                if plain is not None and docs is not None:
+                    plain.append((here / name, docs))
+                else:
+                    plain = None
     doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
     if resources:
         doc["resources"] = resources
         doc["buildMetadata"] = ["originAnnotations"]  # which file each object came from; removed after
     else:
         doc["namespace"] = "_placeholder"
-    return doc
+    return doc, plain
 
 
-def _check_manifest(file: Path) -> None:
-    """scanManifests fails the Kustomization on a YAML file that is not Kubernetes objects; say so in one
-    line without kustomize's echo of the file."""
+def _check_manifest(file: Path) -> list | None:
+    """The documents of a file a generated kustomization lists, or None when kustomize must say why it does
+    not parse. scanManifests fails the Kustomization on a file that is not Kubernetes objects: one line
+    here, without kustomize's echo of the file."""
     try:
-        docs = list(yaml.safe_load_all(file.read_text()))
+        docs = [d for d in yaml.load_all(file.read_text(), Loader=_LOADER) if d is not None]
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        docs = [None, "unreadable"]
-    if any(doc is not None and (not isinstance(doc, dict) or not doc.get("kind")) for doc in docs):
+        return None
+    if any(not isinstance(doc, dict) or not doc.get("kind") for doc in docs):
         raise InputError(
             f"{file}: not a Kubernetes manifest (no kind), and Flux reads every .yaml/.yml file of a folder "
             "without a kustomization file: it fails the Kustomization (move the file or add a kustomization.yaml)"
         )
+    return docs
 
 
-def _rewrite(folder: Path, spec: dict) -> bool:
-    """Rewrite the kustomization file in `folder` as Flux's generator does; True when origins were asked."""
-    existing = next((folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
-    if existing is None:
-        doc = _generated(folder)
-        target = folder / "kustomization.yaml"
-    else:
-        doc = yaml.safe_load(existing.read_text()) or {}
-        target = existing
+def _as_listed(plain: list, workspace: Path, env: str, source: str) -> list[Manifest] | None:
+    """What kustomize makes of a kustomization that lists plain files and transforms nothing: their
+    objects as written, local-config ones left out. None (kustomize decides) for anything irregular:
+    an object without apiVersion or name, or one listed twice."""
+    objects, ids = [], set()
+    for file, docs in plain:
+        for doc in docs:
+            manifest = Manifest(doc=doc, file=str(file.relative_to(workspace)), env=env, source=source)
+            if not manifest.api_version or not manifest.name or manifest.resource in ids:
+                return None
+            ids.add(manifest.resource)
+            if not manifest.local_config:
+                objects.append(manifest)
+    return objects
+
+
+def _with_transforms(doc: dict, spec: dict) -> dict:
+    """A kustomization with the fields Flux's generator sets from the Flux Kustomization's spec."""
     transforms = _transforms(spec)
     if "targetNamespace" in transforms:
         doc["namespace"] = transforms["targetNamespace"]
@@ -253,26 +303,50 @@ def _rewrite(folder: Path, spec: dict) -> bool:
             match.pop("newTag", None)
             match.pop("digest", None)
             match.update({k: image[k] for k in ("newTag", "digest") if image.get(k)})
-    target.unlink(missing_ok=True)
-    target.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return existing is None and "resources" in doc
+    return doc
 
 
 def build(workspace: Workspace, rel_path: str, spec: dict, env: str, source: str) -> list[Manifest]:
-    """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository)."""
+    """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository).
+
+    A folder without a kustomization file gets the generated one in a new folder of the workspace (its
+    paths lead back to the folder, so nothing is changed in place); one whose own kustomization file
+    Flux rewrites is built in a private copy of the workspace, as other builds may read that file."""
     shared = workspace.path / rel_path
-    private = workspace.fork() if needs_rewrite(shared, spec) else None
+    private, generated, origins = None, None, ""
     try:
-        folder = (private or workspace).path / rel_path
-        origins = _rewrite(folder, spec) if private else False
+        if not kustomize.has_kustomization(shared):
+            generated = Path(tempfile.mkdtemp(prefix=".flux-generated-", dir=workspace.path))
+            listed, plain = _generated(shared, generated)
+            if plain is not None and not _transforms(spec):
+                objects = _as_listed(plain, workspace.path, env, source)
+                if objects is not None:
+                    _common_metadata(objects, spec.get("commonMetadata"))
+                    return objects
+            doc = _with_transforms(listed, spec)
+            (generated / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+            folder = generated
+            origins = generated.name if "resources" in doc else ""
+        elif _transforms(spec):
+            private = workspace.fork()
+            folder = private.path / rel_path
+            existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
+            doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
+            existing.unlink()
+            existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+        else:
+            folder = shared
         objects = parse_stream(kustomize.build(folder), rel_path or ".", env=env, source=source)
     except InputError as error:
-        raise InputError(str(error).replace(str((private or workspace).path) + "/", "")) from None
+        message = str(error).replace(str(private.path if private else workspace.path) + "/", "")
+        raise InputError(message) from None
     finally:
         if private:
             private.close()
+        if generated:
+            shutil.rmtree(generated, ignore_errors=True)
     if origins:
-        _take_origins(objects, rel_path)
+        _take_origins(objects, origins)
     _common_metadata(objects, spec.get("commonMetadata"))
     return objects
 

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from . import cli, flux_build
@@ -119,7 +119,6 @@ def render_repository(
     workspace = flux_build.Workspace(root)
     try:
         flux_build.check_paths(workspace.path)
-        seen = {e.name: {(ROOT_NAME, ROOT_NAME)} for e in environments}
         jobs = []  # (environment, kustomization or None for eksctl, path)
         for environment in environments:
             entry = root_kustomization(environment.name)
@@ -127,25 +126,18 @@ def render_repository(
             jobs.append((environment, entry, entry.path))
             if (root / "overlays" / environment.name / "eksctl").is_dir():
                 jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
-        while jobs:
-            results = _run_jobs(root, workspace, jobs, progress, skip_missing)
-            following = []
-            for (environment, kustomization, _), objects in zip(jobs, results, strict=True):
-                if kustomization is None:
-                    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
-                    environment.cluster_config = configs[0] if configs else None
-                    continue
-                kustomization.objects = objects
-                for entry in _follow(environment, kustomization, seen[environment.name]):
-                    following.append((environment, entry, entry.path))
-            jobs = following
+        _run_jobs(workspace, jobs, progress, skip_missing)
     finally:
         workspace.close()
     return environments
 
 
-def _run_jobs(root: Path, workspace, jobs: list, progress, skip_missing: bool) -> list[list[Manifest]]:
+def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
+    """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
+    found. Each environment's entries end in the order they were found (depth first)."""
     stopping = threading.Event()
+    seen = {id(environment): {(ROOT_NAME, ROOT_NAME)} for environment, _, _ in jobs}
+    order = {id(kustomization): (0,) for _, kustomization, _ in jobs}
 
     def run(job):
         environment, kustomization, path = job
@@ -169,13 +161,29 @@ def _run_jobs(root: Path, workspace, jobs: list, progress, skip_missing: bool) -
 
     pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
     try:
-        return list(pool.map(run, jobs))
+        pending = {pool.submit(run, job): job for job in jobs}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                environment, kustomization, _ = pending.pop(future)
+                objects = future.result()
+                if kustomization is None:
+                    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+                    environment.cluster_config = configs[0] if configs else None
+                    continue
+                kustomization.objects = objects
+                for index, entry in enumerate(_follow(environment, kustomization, seen[id(environment)])):
+                    order[id(entry)] = (*order[id(kustomization)], index)
+                    job = (environment, entry, entry.path)
+                    pending[pool.submit(run, job)] = job
     except BaseException:
         stopping.set()
         raise
     finally:
         # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
         pool.shutdown(wait=True, cancel_futures=True)
+    for environment in {id(e): e for e, _, _ in jobs}.values():
+        environment.kustomizations.sort(key=lambda k: order[id(k)])
 
 
 def _is_render_output(folder: Path) -> bool:
