@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import cli, flux_build
 from .errors import InputError
+from .kustomize import KUSTOMIZATION_FILES
 from .model import (
     CLUSTER_CONFIG,
     FLUX_KUSTOMIZATION,
@@ -132,6 +133,10 @@ def render_repository(
     return environments
 
 
+def has_kustomization(workspace, path: str) -> bool:
+    return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
 def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
     """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
     found. Each environment's entries end in the order they were found (depth first)."""
@@ -154,8 +159,10 @@ def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None
         objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)
-        # A build that started as the user interrupted (its process missed the signal) ends unreported.
-        if progress and not stopping.is_set():
+        # A build that started as the user interrupted (its process missed the signal) ends unreported;
+        # so does clusters/<env> read as plain files (no build, done before any build starts).
+        plain = kustomization is not None and kustomization.name == ROOT_NAME and not has_kustomization(workspace, path)
+        if progress and not stopping.is_set() and not plain:
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
         return objects
 
