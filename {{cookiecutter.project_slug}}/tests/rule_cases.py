@@ -1355,3 +1355,18 @@ def suppression_of_unknown_rule(world):
 @case("suppression-invalid", PASS)
 def suppression_with_reason(world):
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": "benchmark of 4 ranks"}
+
+
+# --- Flux pruning (helper A) ---
+
+
+@case("flux-prune-disabled-with-state", FAIL, ("Kustomization/flux-system/training", "spec.prune"))
+def training_not_pruned(world):
+    world.kustomization("training")["spec"]["prune"] = False
+
+
+@case("flux-prune-disabled-with-state", PASS)
+def only_jobs_are_not_pruned(world):
+    world.kustomization("training")["spec"]["prune"] = False
+    world.move("Namespace", "infrastructure")
+    world.move("PersistentVolumeClaim", "infrastructure")

@@ -265,7 +265,6 @@ def test_flux_path_without_kustomization_file_is_read_as_flux_does(repo_copy, ca
         "---\napiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpus\n"
         "  namespace: training\nspec:\n  hard:\n    requests.nvidia.com/gpu: '64'\n"
     )
-    (extra / "nested" / "notes.yaml").write_text("---\ntitle: not a Kubernetes object, Flux skips it\n")
     (extra / "nested" / "bad.yaml").write_text(
         "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: training\ndatta: {}\n"
     )

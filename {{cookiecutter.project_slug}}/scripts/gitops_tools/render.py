@@ -12,11 +12,12 @@ import os
 import shutil
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import cli, kustomize
+from . import cli, flux_build
 from .errors import InputError
+from .kustomize import KUSTOMIZATION_FILES
 from .model import (
     CLUSTER_CONFIG,
     FLUX_KUSTOMIZATION,
@@ -24,9 +25,6 @@ from .model import (
     FluxKustomization,
     Manifest,
     dump,
-    parse_stream,
-    read_file,
-    relative,
 )
 
 VERB = "render"
@@ -34,93 +32,123 @@ VERB = "render"
 # so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
 # 24-environment fleet 10-30% faster than 2).
 RENDER_WORKERS = 2 * (os.cpu_count() or 1)
+# The Flux Kustomization `flux bootstrap` creates, and the GitRepository it reads: both flux-system.
+ROOT_NAME = "flux-system"
 
 
 def environment_names(root: Path) -> list[str]:
     clusters = root / "clusters"
     if not clusters.is_dir():
-        raise InputError(f"{clusters}: no clusters/ folder; is {root} a repository made by the template?")
-    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _entry_files(p))
+        raise InputError(f"{clusters}: no clusters/ folder; Flux is bootstrapped with --path=clusters/<env>")
+    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _has_manifests(p))
 
 
-def _entry_files(folder: Path) -> list[Path]:
-    return sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
+def _has_manifests(folder: Path) -> bool:
+    return any(f.suffix in (".yaml", ".yml") for f in folder.rglob("*") if f.is_file())
 
 
-def entry_points(root: Path, env: str) -> list[FluxKustomization]:
-    """The Flux Kustomizations in clusters/<env>/*.yaml (flux-system/ is Flux's own)."""
-    found = []
-    for path in _entry_files(root / "clusters" / env):
-        for manifest in read_file(path, root, env=env):
-            if manifest.group_kind != FLUX_KUSTOMIZATION:
-                continue
-            spec = manifest.doc.get("spec") or {}
-            found.append(
-                FluxKustomization(
-                    manifest=manifest,
-                    path=str(spec.get("path", "")).removeprefix("./").rstrip("/"),
-                    depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
-                )
-            )
-    return found
+def root_kustomization(env: str) -> FluxKustomization:
+    """The Kustomization `flux bootstrap --path=clusters/<env>` creates (gotk-sync.yaml): it applies the
+    folder itself. Replaced by the repository's own copy when clusters/<env>/flux-system/ has one."""
+    doc = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": ROOT_NAME, "namespace": ROOT_NAME},
+        "spec": {
+            "interval": "10m0s",
+            "path": f"./clusters/{env}",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": ROOT_NAME},
+        },
+    }
+    manifest = Manifest(doc=doc, file=f"clusters/{env}", env=env, source=ROOT_NAME)
+    return FluxKustomization(manifest=manifest, path=f"clusters/{env}")
 
 
-def _build(root: Path, rel_path: str, env: str, source: str) -> list[Manifest]:
-    folder = root / rel_path
-    if kustomize.has_kustomization(folder):
-        return parse_stream(kustomize.build(folder), rel_path, env=env, source=source)
-    return _as_flux_generates(root, folder, env, source)
+def _key(manifest: Manifest) -> tuple[str, str]:
+    return manifest.namespace or ROOT_NAME, manifest.name
 
 
-def _as_flux_generates(root: Path, folder: Path, env: str, source: str) -> list[Manifest]:
-    """What Flux applies from a folder without a kustomization file: it generates one that lists every
-    Kubernetes manifest below the folder, and each sub-folder that has a kustomization file as a whole."""
-    objects: list[Manifest] = []
-    for current, folders, files in os.walk(folder):
-        here = Path(current)
-        if here != folder and kustomize.has_kustomization(here):
-            objects.extend(parse_stream(kustomize.build(here), relative(here, root), env=env, source=source))
-            folders.clear()
+def _entry(manifest: Manifest) -> FluxKustomization:
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    path = flux_build.repository_path(spec.get("path", ""), f"{manifest.file}: Kustomization {manifest.name!r}")
+    return FluxKustomization(
+        manifest=manifest,
+        path=path,
+        depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+    )
+
+
+def _follow(environment: Environment, parent: FluxKustomization, seen: set) -> list[FluxKustomization]:
+    """Take the Flux Kustomizations `parent` applies that build from this repository out of its objects,
+    as entries of their own (each once: a cycle or a repeat stays an object); return the new entries."""
+    found, kept = [], []
+    for manifest in parent.objects:
+        if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest):
+            kept.append(manifest)
             continue
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for name in sorted(files):
-            if name.endswith((".yaml", ".yml")):
-                objects.extend(
-                    m
-                    for m in read_file(here / name, root, env=env, source=source)
-                    if m.api_version and m.kind and not m.local_config
-                )
-    return objects
+        key = _key(manifest)
+        if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0]:
+            parent.manifest = manifest  # the repository's own gotk-sync.yaml
+            continue
+        if key in seen:
+            kept.append(manifest)
+            continue
+        seen.add(key)
+        entry = _entry(manifest)
+        environment.kustomizations.append(entry)
+        found.append(entry)
+    parent.objects = kept
+    return found
 
 
 def render_repository(
     root: Path, envs: list[str] | None = None, progress=None, skip_missing: bool = False
 ) -> list[Environment]:
-    """Render the chosen environments (all by default), overlays in parallel.
+    """Render the chosen environments (all by default), builds in parallel.
 
-    A Flux Kustomization whose path does not exist is an input error, or with `skip_missing`
-    is kept with no objects and `rendered` False (validate reports it as a finding).
+    Each environment starts from what Flux applies from clusters/<env> (an entry named flux-system) and
+    follows every Flux Kustomization that builds from this repository. A Flux Kustomization whose path
+    does not exist is an input error, or with `skip_missing` is kept with no objects and `rendered`
+    False (validate reports it as a finding).
     """
     names = envs or environment_names(root)
     unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
     if unknown:
         raise InputError(f"unknown environment {unknown[0]!r}; known: {', '.join(environment_names(root))}")
     environments = [Environment(name) for name in names]
-    jobs = []  # (environment, kustomization or None for eksctl, path)
-    for environment in environments:
-        environment.kustomizations = entry_points(root, environment.name)
-        for kustomization in environment.kustomizations:
-            jobs.append((environment, kustomization, kustomization.path))
-        if (root / "overlays" / environment.name / "eksctl").is_dir():
-            jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+    workspace = flux_build.Workspace(root)
+    try:
+        flux_build.check_paths(workspace.path)
+        jobs = []  # (environment, kustomization or None for eksctl, path)
+        for environment in environments:
+            entry = root_kustomization(environment.name)
+            environment.kustomizations = [entry]
+            jobs.append((environment, entry, entry.path))
+            if (root / "overlays" / environment.name / "eksctl").is_dir():
+                jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+        _run_jobs(workspace, jobs, progress, skip_missing)
+    finally:
+        workspace.close()
+    return environments
 
+
+def has_kustomization(workspace, path: str) -> bool:
+    return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
+def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
+    """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
+    found. Each environment's entries end in the order they were found (depth first)."""
     stopping = threading.Event()
+    seen = {id(environment): {(ROOT_NAME, ROOT_NAME)} for environment, _, _ in jobs}
+    order = {id(kustomization): (0,) for _, kustomization, _ in jobs}
 
     def run(job):
         environment, kustomization, path = job
         if stopping.is_set():
             return []
-        if kustomization is not None and not (root / path).is_dir():
+        if kustomization is not None and not (workspace.path / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
                 return []
@@ -129,28 +157,40 @@ def render_repository(
                 f"points at {path!r}, which does not exist"
             )
         source = kustomization.name if kustomization else "eksctl"
-        objects = _build(root, path, environment.name, source)
-        # A build that started as the user interrupted (its process missed the signal) ends unreported.
-        if progress and not stopping.is_set():
+        spec = kustomization.manifest.doc.get("spec") if kustomization else None
+        objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)
+        # A build that started as the user interrupted (its process missed the signal) ends unreported;
+        # so does clusters/<env> read as plain files (no build, done before any build starts).
+        plain = kustomization is not None and kustomization.name == ROOT_NAME and not has_kustomization(workspace, path)
+        if progress and not stopping.is_set() and not plain:
             progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
         return objects
 
     pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
     try:
-        results = list(pool.map(run, jobs))
+        pending = {pool.submit(run, job): job for job in jobs}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                environment, kustomization, _ = pending.pop(future)
+                objects = future.result()
+                if kustomization is None:
+                    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+                    environment.cluster_config = configs[0] if configs else None
+                    continue
+                kustomization.objects = objects
+                for index, entry in enumerate(_follow(environment, kustomization, seen[id(environment)])):
+                    order[id(entry)] = (*order[id(kustomization)], index)
+                    job = (environment, entry, entry.path)
+                    pending[pool.submit(run, job)] = job
     except BaseException:
         stopping.set()
         raise
     finally:
         # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
         pool.shutdown(wait=True, cancel_futures=True)
-    for (environment, kustomization, _), objects in zip(jobs, results, strict=False):
-        if kustomization is not None:
-            kustomization.objects = objects
-        else:
-            configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
-            environment.cluster_config = configs[0] if configs else None
-    return environments
+    for environment in {id(e): e for e, _, _ in jobs}.values():
+        environment.kustomizations.sort(key=lambda k: order[id(k)])
 
 
 # Written into every render output: only a folder that holds it (and only what render writes) is replaced.
@@ -250,10 +290,13 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
 
 
 def repository_root(start: Path) -> Path:
+    """The nearest folder at or above `start` with a clusters/ folder: Flux is bootstrapped with
+    --path=clusters/<env>, and whatever else the repository holds (overlays/, or infrastructure/ and
+    apps/ as in fluxcd's examples) is reached from there."""
     for candidate in (start, *start.parents):
-        if (candidate / "clusters").is_dir() and (candidate / "overlays").is_dir():
+        if (candidate / "clusters").is_dir():
             return candidate
-    raise InputError(f"{start}: not inside a repository made by the template (no clusters/ and overlays/)")
+    raise InputError(f"{start}: not inside a Flux repository (no clusters/<env>/ folder above it)")
 
 
 def _render(argv: list[str] | None) -> int:

@@ -135,3 +135,37 @@ def flux_substitution_invalid(scope: Scope):
                 yield Finding(
                     manifest, f"Flux cannot parse {reference.text}, so {kustomization.name} fails", reference.path
                 )
+
+
+pruning = category("Ordering")  # with the other rules about the Flux Kustomizations themselves
+# Objects that hold or reserve data and cost: left behind, they keep a volume (and its FSx file system) alive.
+_STATEFUL = {("", "PersistentVolumeClaim"), ("", "PersistentVolume"), ("", "Namespace")}
+_STATEFUL |= {("storage.k8s.io", "StorageClass")}
+
+
+@pruning(
+    "flux-prune-disabled-with-state",
+    "warning",
+    requires=("flux",),
+    description="A Flux Kustomization with prune: false applies volumes, claims, namespaces or storage classes",
+    remediation="Set spec.prune: true, and protect an object that must outlive its removal from the repository "
+    "with the annotation kustomize.toolkit.fluxcd.io/prune: disabled (a Retain reclaim policy keeps the data).",
+    docs="""With `prune: false`, kustomize-controller never deletes what it applied: an object removed from
+      the repository, or renamed (a new namespace, a claim with another name), stays on the cluster, with
+      the volume and the FSx file system behind it, and keeps costing until someone deletes it by hand.
+      `scripts/diff` shows such a removal as a deletion the cluster never makes. Flux's way to keep one
+      object is the `kustomize.toolkit.fluxcd.io/prune: disabled` annotation on that object.""",
+)
+def flux_prune_disabled_with_state(scope: Scope):
+    for kustomization in scope.kustomizations:
+        if mapping(kustomization.manifest.doc, "spec").get("prune") is not False:
+            continue
+        stateful = sorted(m.resource for m in kustomization.objects if m.group_kind in _STATEFUL)
+        if stateful:
+            listed = ", ".join(stateful[:3]) + (f" and {len(stateful) - 3} more" if len(stateful) > 3 else "")
+            yield Finding(
+                kustomization.manifest,
+                f"prune is false, so {listed} of {kustomization.name} stay on the cluster when removed "
+                "from the repository",
+                ("spec", "prune"),
+            )

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from .. import kustomize, render
 from ..errors import InputError
 from ..model import relative
@@ -52,6 +54,24 @@ def check_readable(path: Path) -> None:
         raise InputError(f"{path}: cannot read: permission denied")
 
 
+def source_folders(root: Path) -> list[str]:
+    """The top folders yamllint reads in a repository: clusters/, overlays/ where there is one, and each
+    top folder a Flux Kustomization in clusters/ points into (infrastructure/, apps/, ...)."""
+    folders = {"clusters"} | ({"overlays"} if (root / "overlays").is_dir() else set())
+    for file in yaml_files(root / "clusters"):
+        try:
+            docs = list(yaml.safe_load_all(file.read_text()))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # yamllint reports it
+        for doc in docs:
+            spec = doc.get("spec") if isinstance(doc, dict) else None
+            path = str(spec.get("path") or "") if isinstance(spec, dict) else ""
+            top = Path(os.path.normpath(path.lstrip("/") or ".")).parts[:1]
+            if top and top[0] != ".." and (root / top[0]).is_dir():
+                folders.add(top[0])
+    return sorted(folders)
+
+
 def _guess_env(paths: list[Path], root: Path) -> str:
     names = set()
     for path in paths:
@@ -72,7 +92,7 @@ def plan(paths: list[Path], envs: list[str] | None) -> Plan:
         root = find_root(cwd)
         if root is None:
             raise InputError(
-                f"{cwd}: not inside a repository made by the template (no clusters/ and overlays/); "
+                f"{cwd}: not inside a Flux repository (no clusters/<env>/ folder above it); "
                 "name the files or folders to validate"
             )
         paths = [root]
@@ -83,7 +103,7 @@ def plan(paths: list[Path], envs: list[str] | None) -> Plan:
     # The repository root, or clusters/<env>: render environments.
     if len(paths) == 1 and first.is_dir() and (first == root or first.parent == (root / "clusters").resolve()):
         chosen = envs or ([first.name] if first != root else None)
-        sources = [p for top in ("clusters", "overlays") for p in yaml_files(root / top)]
+        sources = [p for top in source_folders(root) for p in yaml_files(root / top)]
         return Plan(root, True, chosen, sources=sources)
     if envs:
         raise InputError("--env selects environments of a repository; it does not go with file or folder paths")

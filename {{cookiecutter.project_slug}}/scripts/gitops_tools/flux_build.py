@@ -1,0 +1,385 @@
+"""Build a Flux Kustomization's path the way kustomize-controller does, confined to the repository.
+
+What kustomize-controller v1.9.4 does (internal/controller/kustomization_controller.go: generate, build,
+apply), with fluxcd/pkg kustomize v1.35.4 (kustomize/kustomize_generator.go), and what this module does:
+
+- The kustomization file at spec.path is rewritten in place before the build (Generator.WriteFile):
+  spec.targetNamespace sets `namespace`, namePrefix/nameSuffix replace the file's own, spec.patches and
+  spec.components are appended, spec.images are appended or update an image the file already lists.
+  A path without a kustomization file gets a generated one listing every .yaml/.yml file below it and
+  each sub-folder that has a kustomization file as a whole (findOrGenerateKustomization, scanManifests).
+  Here: the same rewrite, in a private copy of the repository.
+- The build runs on a file system rooted at the source (SecureBuild, securefs): nothing outside the
+  repository is read. Here: the build runs in a copy holding only what resolves inside the repository
+  (a symlink leading out is left out), and every path a kustomization file names is checked first, so an
+  absolute path, a `..` past the root or a remote base is refused with one line, its content never read.
+- spec.commonMetadata labels and annotations are set on every object after the build (apply,
+  ssautil.SetCommonMetadata). Here: the same, on the parsed objects.
+
+postBuild substitution is not applied here (rules/flux.py checks its variables).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from . import kustomize
+from .errors import InputError
+from .model import Manifest, parse_stream
+
+# libyaml's loader where PyYAML has it: every kustomization file is read before the builds.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The repository's own GitRepository, as `flux bootstrap` names it (namespace flux-system).
+BOOTSTRAP_SOURCE = ("GitRepository", "flux-system", "flux-system")
+_SKIPPED = (".git",)
+_ORIGIN = "config.kubernetes.io/origin"
+# Fields of a kustomization file that name files or folders (kustomize api/types/kustomization.go).
+_PATH_LISTS = (
+    "resources",
+    "bases",
+    "components",
+    "crds",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "patchesStrategicMerge",
+)
+_PATH_ITEMS = ("patches", "patchesJson6902", "replacements")
+_GENERATORS = ("configMapGenerator", "secretGenerator")
+_REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.IGNORECASE)
+
+
+class Workspace:
+    """A copy of the repository with only what resolves inside it: regular files, folders, and symlinks
+    whose target is inside the repository (rewritten as relative links inside the copy). In a git work
+    tree only what git tracks or would track is copied (Flux's source is a commit: no ignored .venv)."""
+
+    def __init__(self, root: Path, source: Path | None = None):
+        self.root = root.resolve()
+        self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-"))
+        try:
+            if source is None:
+                _copy_confined(self.root, self.path)
+            else:
+                shutil.copytree(source, self.path, symlinks=True, dirs_exist_ok=True)
+        except BaseException:
+            self.close()
+            raise
+
+    def fork(self) -> Workspace:
+        """A private copy of this workspace, for a build that rewrites a kustomization file."""
+        return Workspace(self.root, source=self.path)
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _copy_confined(root: Path, dest: Path) -> None:
+    listed = _git_files(root)
+    if listed is None:
+        _copy_walk(root, dest)
+        return
+    for relative in listed:
+        source, copy = root / relative, dest / relative
+        if any(part in _SKIPPED for part in Path(relative).parts) or not os.path.lexists(source):
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            _link_inside(root, source, copy)
+        elif source.is_file():
+            shutil.copyfile(source, copy)
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Files git tracks or would track (not ignored) below `root`, or None outside a git work tree."""
+    try:
+        result = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    return sorted({os.fsdecode(name) for name in result.stdout.split(b"\0") if name})
+
+
+def _copy_walk(root: Path, dest: Path) -> None:
+    for current, folders, files in os.walk(root):
+        here = Path(current)
+        target_dir = dest / here.relative_to(root)
+        kept = []
+        for name in sorted(folders):
+            if name in _SKIPPED:
+                continue
+            if (here / name).is_symlink():
+                _link_inside(root, here / name, target_dir / name)
+            else:
+                (target_dir / name).mkdir()
+                kept.append(name)
+        folders[:] = kept
+        for name in files:
+            source = here / name
+            if source.is_symlink():
+                _link_inside(root, source, target_dir / name)
+            elif source.is_file():
+                shutil.copyfile(source, target_dir / name)
+
+
+def _link_inside(root: Path, link: Path, copy: Path) -> None:
+    """Recreate a symlink whose target is inside the repository; leave one leading out (or broken) out."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return
+    if target.is_relative_to(root) and target != root:
+        os.symlink(os.path.relpath(target, link.parent.resolve()), copy)
+
+
+def repository_path(value: str, where: str) -> str:
+    """A Flux spec.path as a folder relative to the repository root, or a one-line refusal."""
+    text = str(value or "").strip()
+    normal = os.path.normpath(text or ".")
+    if os.path.isabs(text) or normal == ".." or normal.startswith("../"):
+        raise InputError(f"{where}: spec.path {text!r} is outside the repository; Flux builds only inside its source")
+    return "" if normal == "." else normal
+
+
+def check_paths(workspace: Path) -> None:
+    """Refuse (one line) any kustomization file in the workspace that names a path outside it or a remote base."""
+    for current, folders, files in os.walk(workspace):
+        folders[:] = sorted(folders)
+        for name in files:
+            if name in kustomize.KUSTOMIZATION_FILES:
+                _check_file(workspace, Path(current) / name)
+
+
+def _named_paths(doc: dict):
+    for field in _PATH_LISTS:
+        for value in doc.get(field) or []:
+            if isinstance(value, str) and "\n" not in value:
+                yield field, value
+    for field in _PATH_ITEMS:
+        for item in doc.get(field) or []:
+            if isinstance(item, dict) and isinstance(item.get("path"), str):
+                yield f"{field}.path", item["path"]
+    for field in _GENERATORS:
+        for item in doc.get(field) or []:
+            if not isinstance(item, dict):
+                continue
+            for key in ("files", "envs"):
+                for value in item.get(key) or []:
+                    if isinstance(value, str):
+                        yield f"{field}.{key}", value.partition("=")[2] or value
+            if isinstance(item.get("env"), str):
+                yield f"{field}.env", item["env"]
+    openapi = doc.get("openapi")
+    if isinstance(openapi, dict) and isinstance(openapi.get("path"), str):
+        yield "openapi.path", openapi["path"]
+    helm = doc.get("helmGlobals")
+    if isinstance(helm, dict) and isinstance(helm.get("chartHome"), str):
+        yield "helmGlobals.chartHome", helm["chartHome"]
+
+
+def _check_file(workspace: Path, file: Path) -> None:
+    where = file.relative_to(workspace)
+    try:
+        doc = yaml.load(file.read_text(), Loader=_LOADER)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return  # kustomize reports it
+    if not isinstance(doc, dict):
+        return
+    for field, value in _named_paths(doc):
+        if _REMOTE.match(value):
+            raise InputError(f"{where}: {field} {value!r} is a remote base; builds here are offline, vendor it")
+        resolved = os.path.normpath(os.path.join(file.parent, value))
+        if os.path.isabs(value) or not Path(resolved).is_relative_to(workspace):
+            raise InputError(
+                f"{where}: {field} {value!r} is outside the repository; Flux builds only inside its source"
+            )
+
+
+def _transforms(spec: dict) -> dict:
+    """The kustomization fields Flux's generator sets or appends, from a Flux Kustomization's spec."""
+    found = {}
+    for field in ("targetNamespace", "namePrefix", "nameSuffix", "patches", "components", "images"):
+        if spec.get(field) not in (None, "", []):
+            found[field] = spec[field]
+    return found
+
+
+def _generated(folder: Path, base: Path) -> tuple[dict, list | None]:
+    """The kustomization Flux generates for a folder without one (scanManifests), with paths relative to
+    `base`, the folder it is written in; and, when it lists only plain files that parse, their documents
+    by file (else None)."""
+    resources, plain = [], []
+    for current, folders, files in os.walk(folder):
+        here = Path(current)
+        folders.sort()
+        if here != folder and kustomize.has_kustomization(here):
+            resources.append(os.path.relpath(here, base))
+            plain = None
+            folders.clear()
+            continue
+        for name in sorted(files):
+            if name.endswith((".yaml", ".yml")):
+                docs = _check_manifest(here / name)
+                resources.append(os.path.relpath(here / name, base))
+                if plain is not None and docs is not None:
+                    plain.append((here / name, docs))
+                else:
+                    plain = None
+    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    if resources:
+        doc["resources"] = resources
+        doc["buildMetadata"] = ["originAnnotations"]  # which file each object came from; removed after
+    else:
+        doc["namespace"] = "_placeholder"
+    return doc, plain
+
+
+def _check_manifest(file: Path) -> list | None:
+    """The documents of a file a generated kustomization lists, or None when kustomize must say why it does
+    not parse. scanManifests fails the Kustomization on a file that is not Kubernetes objects: one line
+    here, without kustomize's echo of the file."""
+    try:
+        docs = [d for d in yaml.load_all(file.read_text(), Loader=_LOADER) if d is not None]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if any(not isinstance(doc, dict) or not doc.get("kind") for doc in docs):
+        raise InputError(
+            f"{file}: not a Kubernetes manifest (no kind), and Flux reads every .yaml/.yml file of a folder "
+            "without a kustomization file: it fails the Kustomization (move the file or add a kustomization.yaml)"
+        )
+    return docs
+
+
+def _as_listed(plain: list, workspace: Path, env: str, source: str) -> list[Manifest] | None:
+    """What kustomize makes of a kustomization that lists plain files and transforms nothing: their
+    objects as written, local-config ones left out. None (kustomize decides) for anything irregular:
+    an object without apiVersion or name, or one listed twice."""
+    objects, ids = [], set()
+    for file, docs in plain:
+        for doc in docs:
+            manifest = Manifest(doc=doc, file=str(file.relative_to(workspace)), env=env, source=source)
+            if not manifest.api_version or not manifest.name or manifest.resource in ids:
+                return None
+            ids.add(manifest.resource)
+            if not manifest.local_config:
+                objects.append(manifest)
+    return objects
+
+
+def _with_transforms(doc: dict, spec: dict) -> dict:
+    """A kustomization with the fields Flux's generator sets from the Flux Kustomization's spec."""
+    transforms = _transforms(spec)
+    if "targetNamespace" in transforms:
+        doc["namespace"] = transforms["targetNamespace"]
+    for field in ("namePrefix", "nameSuffix"):
+        if field in transforms:
+            doc[field] = transforms[field]
+    for field in ("patches", "components"):
+        if field in transforms:
+            doc[field] = [*(doc.get(field) or []), *transforms[field]]
+    for image in transforms.get("images") or []:
+        listed = doc.setdefault("images", [])
+        match = next((i for i in listed if isinstance(i, dict) and i.get("name") == image.get("name")), None)
+        if match is None:
+            listed.append(dict(image))
+            continue
+        if image.get("newName"):
+            match["newName"] = image["newName"]
+        if image.get("newTag") or image.get("digest"):
+            match.pop("newTag", None)
+            match.pop("digest", None)
+            match.update({k: image[k] for k in ("newTag", "digest") if image.get(k)})
+    return doc
+
+
+def build(workspace: Workspace, rel_path: str, spec: dict, env: str, source: str) -> list[Manifest]:
+    """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository).
+
+    A folder without a kustomization file gets the generated one in a new folder of the workspace (its
+    paths lead back to the folder, so nothing is changed in place); one whose own kustomization file
+    Flux rewrites is built in a private copy of the workspace, as other builds may read that file."""
+    shared = workspace.path / rel_path
+    private, generated, origins = None, None, ""
+    try:
+        if not kustomize.has_kustomization(shared):
+            generated = Path(tempfile.mkdtemp(prefix=".flux-generated-", dir=workspace.path))
+            listed, plain = _generated(shared, generated)
+            if plain is not None and not _transforms(spec):
+                objects = _as_listed(plain, workspace.path, env, source)
+                if objects is not None:
+                    _common_metadata(objects, spec.get("commonMetadata"))
+                    return objects
+            doc = _with_transforms(listed, spec)
+            (generated / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+            folder = generated
+            origins = generated.name if "resources" in doc else ""
+        elif _transforms(spec):
+            private = workspace.fork()
+            folder = private.path / rel_path
+            existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
+            doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
+            existing.unlink()
+            existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+        else:
+            folder = shared
+        objects = parse_stream(kustomize.build(folder), rel_path or ".", env=env, source=source)
+    except InputError as error:
+        message = str(error).replace(str(private.path if private else workspace.path) + "/", "")
+        raise InputError(message) from None
+    finally:
+        if private:
+            private.close()
+        if generated:
+            shutil.rmtree(generated, ignore_errors=True)
+    if origins:
+        _take_origins(objects, origins)
+    _common_metadata(objects, spec.get("commonMetadata"))
+    return objects
+
+
+def _take_origins(objects: list[Manifest], rel_path: str) -> None:
+    for manifest in objects:
+        annotations = manifest.metadata.get("annotations")
+        if not isinstance(annotations, dict) or _ORIGIN not in annotations:
+            continue
+        origin = yaml.safe_load(annotations.pop(_ORIGIN)) or {}
+        if not annotations:
+            manifest.metadata.pop("annotations")
+        if isinstance(origin, dict) and origin.get("path"):
+            manifest.file = os.path.normpath(os.path.join(rel_path, str(origin["path"])))
+
+
+def _common_metadata(objects: list[Manifest], common) -> None:
+    if not isinstance(common, dict):
+        return
+    for field in ("labels", "annotations"):
+        values = common.get(field)
+        if not isinstance(values, dict) or not values:
+            continue
+        for manifest in objects:
+            metadata = manifest.doc.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                current = metadata.get(field) if isinstance(metadata.get(field), dict) else {}
+                metadata[field] = {**current, **{str(k): str(v) for k, v in values.items()}}
+
+
+def follows(manifest: Manifest) -> bool:
+    """Whether a Flux Kustomization builds from this repository (the bootstrap GitRepository)."""
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    ref = spec.get("sourceRef") if isinstance(spec.get("sourceRef"), dict) else {}
+    namespace = str(ref.get("namespace") or manifest.namespace or "flux-system")
+    return (str(ref.get("kind", "")), namespace, str(ref.get("name", ""))) == BOOTSTRAP_SOURCE

@@ -1,0 +1,403 @@
+"""render builds what Flux applies: all of clusters/<env>, nested Kustomizations, Flux-side transforms,
+confined to the repository (real kustomize, copies of this repository)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from diff_fixtures import GitRepo, environments, objects  # noqa: E402
+
+from gitops_tools.errors import InputError  # noqa: E402
+from gitops_tools.render import render_repository, repository_root  # noqa: E402
+from gitops_tools.validate import plan  # noqa: E402
+
+BACKDOOR = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRoleBinding",
+    "metadata": {"name": "backdoor"},
+    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}],
+}
+MPIJOB = "MPIJob training/horovod-train"
+
+
+@pytest.fixture
+def repo(tmp_path) -> GitRepo:
+    return GitRepo.create(tmp_path / "repo")
+
+
+def environment(repo: GitRepo, env: str = "prod"):
+    [result] = render_repository(repo.root, [env])
+    return result
+
+
+def kustomizations(repo: GitRepo, env: str = "prod") -> dict:
+    return {k.name: k for k in environment(repo, env).kustomizations}
+
+
+def find(repo: GitRepo, kind: str, name: str, env: str = "prod"):
+    found = [m for m in environment(repo, env).objects if m.kind == kind and m.name == name]
+    assert len(found) == 1, [m.resource for m in found]
+    return found[0]
+
+
+def set_spec(repo: GitRepo, name: str, **fields) -> None:
+    path = f"clusters/prod/{name}.yaml"
+    doc = repo.read_yaml(path)
+    doc["spec"].update(fields)
+    repo.write_yaml(path, doc)
+
+
+def test_as_generated_the_root_sync_applies_only_the_two_entry_points(repo):
+    found = kustomizations(repo)
+    assert list(found) == ["flux-system", "infrastructure", "training"]
+    assert found["flux-system"].objects == []
+    assert found["flux-system"].path == "clusters/prod"
+
+
+@pytest.mark.parametrize("name", ["backdoor.yaml", "backdoor.yml", "extra/more/backdoor.yaml"])
+def test_any_manifest_below_clusters_env_is_applied_by_the_root_sync(repo, name):
+    repo.write_yaml(f"clusters/prod/{name}", BACKDOOR)
+
+    binding = find(repo, "ClusterRoleBinding", "backdoor")
+
+    assert (binding.source, binding.file) == ("flux-system", f"clusters/prod/{name}")
+    assert binding.doc["subjects"][0]["name"] == "system:anonymous"
+    assert [m.name for m in environment(repo, "dev").objects if m.kind == "ClusterRoleBinding"] == []
+
+
+def test_a_file_git_ignores_never_reaches_flux_so_it_is_not_rendered(repo):
+    repo.write_yaml("clusters/prod/backdoor.yaml", BACKDOOR)
+    (repo.root / ".gitignore").write_text("clusters/prod/backdoor.yaml\n")
+
+    assert [m.resource for m in environment(repo).objects if m.kind == "ClusterRoleBinding"] == []
+
+    (repo.root / ".gitignore").write_text("")
+    assert [m.resource for m in environment(repo).objects if m.kind == "ClusterRoleBinding"] == [
+        "ClusterRoleBinding/backdoor"
+    ]
+
+
+def test_a_kustomization_file_in_clusters_env_is_built(repo):
+    repo.write_yaml("clusters/prod/rbac/binding.yaml", BACKDOOR)
+    repo.write_yaml(
+        "clusters/prod/kustomization.yaml",
+        {"resources": ["infrastructure.yaml", "training.yaml", "rbac/binding.yaml"], "namePrefix": "x-"},
+    )
+
+    found = kustomizations(repo)
+
+    assert [m.name for m in found["flux-system"].objects] == ["x-backdoor"]
+    assert sorted(found) == ["flux-system", "x-infrastructure", "x-training"]
+
+
+def test_a_backdoor_in_clusters_env_shows_in_the_diff(repo):
+    repo.write_yaml("clusters/prod/backdoor.yaml", BACKDOOR)
+    repo.commit("backdoor")
+
+    result = repo.diff("--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+
+    assert result.code == 0, result.err
+    prod = environments(result)["prod"]
+    assert prod["counts"] == {"added": 1, "changed": 0, "removed": 0}, result.err
+    assert list(objects(prod)) == ["ClusterRoleBinding backdoor"]
+    assert environments(result)["dev"]["status"] == "unchanged"
+
+
+def nested(name: str, path: str, source: str = "flux-system", kind: str = "GitRepository") -> dict:
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": {"interval": "1h", "path": path, "prune": True, "sourceRef": {"kind": kind, "name": source}},
+    }
+
+
+def test_nested_kustomizations_of_this_repository_are_followed_others_are_not(repo):
+    repo.write_yaml("clusters/prod/apps.yaml", nested("apps", "./apps/prod"))
+    repo.write_yaml("apps/prod/more.yaml", nested("more", "./apps/more"))
+    repo.write_yaml("apps/prod/again.yaml", nested("apps", "./apps/prod"))  # a cycle
+    repo.write_yaml("apps/prod/elsewhere.yaml", nested("elsewhere", "./deploy", source="other"))
+    repo.write_yaml("apps/more/backdoor.yaml", BACKDOOR)
+
+    found = kustomizations(repo)
+
+    assert sorted(found) == ["apps", "flux-system", "infrastructure", "more", "training"]
+    assert [m.resource for m in found["more"].objects] == ["ClusterRoleBinding/backdoor"]
+    assert sorted(m.resource for m in found["apps"].objects) == [
+        "Kustomization/flux-system/apps",
+        "Kustomization/flux-system/elsewhere",
+    ]
+
+
+def test_target_namespace_moves_every_object_and_the_diff_shows_it(repo):
+    set_spec(repo, "training", targetNamespace="ml")
+    repo.commit("move")
+
+    job = find(repo, "MPIJob", "horovod-train")
+    result = repo.diff("--base", "HEAD~1", "--head", "HEAD", "--format", "json")
+
+    assert result.code == 0, result.err
+    assert job.namespace == "ml"
+    changed = objects(environments(result)["prod"])
+    assert "MPIJob ml/horovod-train" in changed and MPIJOB in changed
+
+
+def test_flux_patches_scale_the_workers(repo):
+    before = find(repo, "MPIJob", "horovod-train").doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    patch = [{"op": "replace", "path": "/spec/mpiReplicaSpecs/Worker/replicas", "value": before + 2}]
+    set_spec(repo, "training", patches=[{"target": {"kind": "MPIJob"}, "patch": yaml.safe_dump(patch)}])
+
+    job = find(repo, "MPIJob", "horovod-train")
+
+    assert job.doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == before + 2
+    assert (repo.root / "overlays/prod/training/kustomization.yaml").read_text().count("patches") == 0
+
+
+def launcher_image(job) -> str:
+    return job.doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["image"]
+
+
+def test_flux_images_name_prefix_and_common_metadata(repo):
+    built = launcher_image(find(repo, "MPIJob", "horovod-train")).rpartition(":")[0]
+    set_spec(
+        repo,
+        "training",
+        images=[{"name": built, "newName": "registry.example/trainer", "newTag": "v9"}],
+        namePrefix="p-",
+        nameSuffix="-s",
+        commonMetadata={"labels": {"team": "ml"}, "annotations": {"owner": "ml-platform"}},
+    )
+
+    job = find(repo, "MPIJob", "p-horovod-train-s")
+
+    assert launcher_image(job) == "registry.example/trainer:v9"
+    assert job.labels["team"] == "ml" and job.annotations["owner"] == "ml-platform"
+    assert "team" not in find(repo, "HelmRelease", "aws-fsx-csi-driver").labels
+
+
+def test_flux_components_are_added(repo):
+    repo.write_yaml(
+        "overlays/prod/extra/kustomization.yaml",
+        {
+            "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+            "kind": "Component",
+            "commonLabels": {"component": "on"},
+        },
+    )
+    set_spec(repo, "training", components=["../extra"])
+
+    assert find(repo, "MPIJob", "horovod-train").labels["component"] == "on"
+
+
+def test_a_folder_without_kustomization_with_a_non_manifest_fails_in_one_line(repo):
+    repo.write_yaml("clusters/prod/notes.yaml", {"title": "not an object", "password": "hunter2"})
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert str(error.value).startswith("clusters/prod/notes.yaml: not a Kubernetes manifest")
+    assert "hunter2" not in str(error.value)
+
+
+def add_generator(repo: GitRepo, files: list[str]) -> None:
+    kustomization = repo.read_yaml("overlays/prod/training/kustomization.yaml")
+    kustomization["configMapGenerator"] = [{"name": "leak", "namespace": "training", "files": files}]
+    repo.write_yaml("overlays/prod/training/kustomization.yaml", kustomization)
+
+
+@pytest.mark.parametrize("reference", ["/etc/passwd", "../../../../../../../../etc/passwd", "p=/etc/hostname"])
+def test_files_outside_the_repository_are_refused_and_never_read(repo, reference):
+    add_generator(repo, [reference])
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    message = str(error.value)
+    assert message.startswith("overlays/prod/training/kustomization.yaml: configMapGenerator.files")
+    assert "outside the repository" in message and "root:" not in message
+
+
+def test_a_symlink_leading_outside_is_not_read(repo, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cr3t-value\n")
+    os.symlink(secret, repo.root / "overlays/prod/training/secret.txt")
+    add_generator(repo, ["secret.txt"])
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert "secret.txt" in str(error.value) and "s3cr3t" not in str(error.value)
+
+
+def test_a_symlink_inside_the_repository_and_a_relative_file_are_read(repo):
+    (repo.root / "overlays/prod/training/settings.txt").write_text("inside\n")
+    os.symlink("settings.txt", repo.root / "overlays/prod/training/link.txt")
+    add_generator(repo, ["settings.txt", "link.txt"])
+
+    config = [m for m in environment(repo).objects if m.kind == "ConfigMap" and m.name.startswith("leak-")]
+
+    assert [c.doc["data"] for c in config] == [{"settings.txt": "inside\n", "link.txt": "inside\n"}]
+
+
+@pytest.mark.parametrize("path", ["/etc", "../../outside", "./overlays/../../x"])
+def test_a_flux_path_outside_the_repository_is_one_line(repo, path):
+    set_spec(repo, "training", path=path)
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert f"spec.path {path!r} is outside the repository" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "base", ["https://github.com/org/repo//deploy?ref=v1", "github.com/org/repo/deploy", "git@github.com:o/r.git"]
+)
+def test_remote_bases_are_refused_offline(repo, base):
+    kustomization = repo.read_yaml("overlays/prod/training/kustomization.yaml")
+    kustomization["resources"].append(base)
+    repo.write_yaml("overlays/prod/training/kustomization.yaml", kustomization)
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert str(error.value) == (
+        f"overlays/prod/training/kustomization.yaml: resources {base!r} is a remote base; "
+        "builds here are offline, vendor it"
+    )
+
+
+def test_repository_root_is_found_from_a_sub_folder(repo):
+    assert repository_root(repo.root / "overlays" / "prod") == repo.root
+
+
+# --- a repository laid out as fluxcd's kustomize-helm example (written here, not copied) ------------
+
+
+def flux_kustomization(name: str, path: str, depends_on: list[str] = (), **spec) -> dict:
+    doc = nested(name, path)
+    doc["spec"].update(spec)
+    if depends_on:
+        doc["spec"]["dependsOn"] = [{"name": d} for d in depends_on]
+    return doc
+
+
+def write_all(path: Path, docs: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
+
+
+def flux_example(root: Path, apps_depend_on: str = "infra-configs") -> Path:
+    root.mkdir(parents=True)
+    shutil.copy2(Path(__file__).resolve().parent.parent / ".yamllint", root / ".yamllint")
+    for env in ("production", "staging"):
+        cluster = root / "clusters" / env
+        write_all(
+            cluster / "flux-system" / "gotk-sync.yaml",
+            [
+                {
+                    "apiVersion": "source.toolkit.fluxcd.io/v1",
+                    "kind": "GitRepository",
+                    "metadata": {"name": "flux-system", "namespace": "flux-system"},
+                    "spec": {
+                        "interval": "1m0s",
+                        "ref": {"branch": "main"},
+                        "secretRef": {"name": "flux-system"},
+                        "url": "ssh://git@github.com/example/fleet",
+                    },
+                },
+                flux_kustomization("flux-system", f"./clusters/{env}", interval="10m0s"),
+            ],
+        )
+        write_all(cluster / "flux-system" / "kustomization.yaml", [{"resources": ["gotk-sync.yaml"]}])
+        write_all(
+            cluster / "infrastructure.yaml",
+            [
+                flux_kustomization("infra-controllers", "./infrastructure/controllers", wait=True),
+                flux_kustomization("infra-configs", "./infrastructure/configs", ["infra-controllers"]),
+            ],
+        )
+        write_all(cluster / "apps.yaml", [flux_kustomization("apps", f"./apps/{env}", [apps_depend_on])])
+        write_all(
+            root / "apps" / env / "kustomization.yaml",
+            [{"namespace": "podinfo", "resources": ["../base/podinfo"]}],
+        )
+    write_all(
+        root / "infrastructure" / "controllers" / "ingress.yaml",
+        [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ingress"}},
+            {
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "HelmRepository",
+                "metadata": {"name": "ingress", "namespace": "ingress"},
+                "spec": {"interval": "24h", "url": "https://kubernetes.github.io/ingress-nginx"},
+            },
+        ],
+    )
+    write_all(root / "infrastructure" / "controllers" / "kustomization.yaml", [{"resources": ["ingress.yaml"]}])
+    write_all(
+        root / "infrastructure" / "configs" / "settings.yaml",
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "ingress"},
+                "data": {"mode": "on"},
+            }
+        ],
+    )
+    write_all(
+        root / "apps" / "base" / "podinfo" / "namespace.yaml",
+        [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "podinfo"}}],
+    )
+    write_all(root / "apps" / "base" / "podinfo" / "kustomization.yaml", [{"resources": ["namespace.yaml"]}])
+    return root
+
+
+def validate_json(root: Path, monkeypatch, capsys) -> tuple[int, dict]:
+    from gitops_tools.validate import __main__ as validate
+
+    monkeypatch.chdir(root)
+    code = validate.main(["--format", "json", "--quiet"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_flux_example_layout_is_a_repository_and_renders(tmp_path):
+    root = flux_example(tmp_path / "fleet")
+
+    production = render_repository(repository_root(root / "apps" / "base"), ["production"])[0]
+
+    found = {k.name: k for k in production.kustomizations}
+    assert sorted(found) == ["apps", "flux-system", "infra-configs", "infra-controllers"]
+    assert found["flux-system"].manifest.file == "clusters/production/flux-system/gotk-sync.yaml"
+    assert [m.resource for m in found["flux-system"].objects] == ["GitRepository/flux-system/flux-system"]
+    assert [m.resource for m in found["apps"].objects] == ["Namespace/podinfo"]
+    assert plan.source_folders(root) == ["apps", "clusters", "infrastructure"]  # what yamllint reads
+
+
+def test_the_flux_example_layout_runs_every_flux_rule(tmp_path, monkeypatch, capsys):
+    code, report = validate_json(flux_example(tmp_path / "fleet"), monkeypatch, capsys)
+
+    assert [n for n in report["notes"] if "Flux" in n or "flux" in n] == []
+    assert [f["rule"] for f in report["findings"] if f["severity"] == "error"] == []
+    assert code == 0
+
+
+def test_the_flux_example_layout_trips_a_flux_rule(tmp_path, monkeypatch, capsys):
+    code, report = validate_json(flux_example(tmp_path / "fleet", apps_depend_on="infra-config"), monkeypatch, capsys)
+
+    missing = [(f["env"], f["resource"]) for f in report["findings"] if f["rule"] == "dependency-missing"]
+    assert code == 1
+    assert sorted(missing) == [
+        ("production", "Kustomization/flux-system/apps"),
+        ("staging", "Kustomization/flux-system/apps"),
+    ]
