@@ -960,6 +960,19 @@ def claim_without_a_size(world):
     del world.claim["spec"]["resources"]
 
 
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
+def size_not_a_quantity(world):
+    world.claim["spec"]["resources"]["requests"]["storage"] = "1.2TB-ish"
+
+
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
+def hdd_size_rounded_to_the_throughputs_unit(world):
+    world.storage_class["parameters"].update(
+        {"deploymentType": "PERSISTENT_1", "storageType": "HDD", "perUnitStorageThroughput": "12"}
+    )
+    world.claim["spec"]["resources"]["requests"]["storage"] = "1800Gi"
+
+
 @case("fsx-capacity-invalid", PASS)
 def scratch_2_two_steps(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "4800Gi"
@@ -969,6 +982,44 @@ def scratch_2_two_steps(world):
 def scratch_1_third_step(world):
     world.storage_class["parameters"]["deploymentType"] = "SCRATCH_1"
     world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+@case("fsx-capacity-invalid", PASS)
+def hdd_at_forty_in_units_of_1800(world):
+    world.storage_class["parameters"].update(
+        {"deploymentType": "PERSISTENT_1", "storageType": "HDD", "perUnitStorageThroughput": "40"}
+    )
+    world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+def _persistent_volume(policy: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "fsx-static"},
+        "spec": {
+            "capacity": {"storage": "1200Gi"},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": policy,
+            "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0"},
+        },
+    }
+
+
+@case("reclaim-policy-recycle", FAIL, (FSX_CLASS, "reclaimPolicy"))
+def storage_class_recycles(world):
+    world.storage_class["reclaimPolicy"] = "Recycle"
+
+
+@case("reclaim-policy-recycle", FAIL, ("PersistentVolume/fsx-static", "spec.persistentVolumeReclaimPolicy"))
+def static_volume_recycles(world):
+    world.add("infrastructure", _persistent_volume("Recycle"))
+
+
+@case("reclaim-policy-recycle", PASS)
+def static_volume_retained(world):
+    world.storage_class["reclaimPolicy"] = "Retain"
+    world.add("infrastructure", _persistent_volume("Retain"))
 
 
 @case("claim-not-read-write-many", FAIL, (CLAIM, "spec.accessModes"))

@@ -230,3 +230,33 @@ def test_rule_modules_import_only_the_model_the_registry_and_the_facts():
     for name in ("runner.py", "report.py"):
         found = {n for n in imports(package.parent / "validate" / name) if n.startswith("rules")}
         assert found <= {"rules.registry"}, (name, found)
+
+
+@pytest.mark.parametrize(
+    "storage, severity, message",
+    [
+        ("1000Gi", "warning", "creates (and bills) 1200 GiB"),
+        ("3600Gi", "warning", "creates (and bills) 4800 GiB"),
+        ("2500G", "warning", "creates (and bills) 2400 GiB"),
+        ("1.2TB-ish", "error", "not a positive size"),
+    ],
+)
+def test_fsx_size_the_driver_rounds_up_is_a_warning_naming_its_size(checker, tmp_path, storage, severity, message):
+    world = World()
+    world.claim["spec"]["resources"]["requests"]["storage"] = storage
+    found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "fsx-capacity-invalid"]
+    assert [f.severity for f in found] == [severity]
+    assert message in found[0].message
+
+
+def test_custom_resource_without_a_schema_is_a_warning(checker, tmp_path):
+    from rule_cases import _widget
+
+    world = World()
+    widget = _widget()
+    widget["metadata"]["annotations"] = {"validate.gitops/ignore-crd-not-installed": "the widget chart installs it"}
+    world.add("training", widget)
+    result = evaluate(world, checker, tmp_path)
+    found = [f for f in result.findings if f.rule == "schema-missing"]
+    assert [(f.resource, f.severity) for f in found] == [("Widget/training/w", "warning")]
+    assert result.exit_code() == 0 and result.exit_code(strict=True) == 1

@@ -35,13 +35,15 @@ SCHEMA_INVALID = stage_rule(
 
 SCHEMA_MISSING = stage_rule(
     "schema-missing",
-    "error",
+    "warning",
     "schema",
     category="Sources and schemas",
     description="An object's kind has no schema, so nothing about it could be checked",
     remediation="Pin the CRD of the kind in platform.yaml under schemas (group/Kind: URL of the CRD file), or "
     "render the CRD with the manifests.",
     docs="""An object validate cannot check is reported, never passed silently. Custom resources get their
-    schema from platform.yaml's pinned CRDs or from a CustomResourceDefinition in the rendered output. A
-    built-in kind whose API version is removed is reported by removed-api instead.""",
+    schema from platform.yaml's pinned CRDs or from a CustomResourceDefinition in the rendered output. It is a
+    warning: a custom resource of an operator the repository does not pin is legitimate, only unchecked (the
+    API server still validates it against the installed CRD); `--strict` makes it fail. A built-in kind whose
+    API version is removed is reported by removed-api instead, as an error.""",
 )
