@@ -421,7 +421,25 @@ def limits_only(world):
 
 
 @case("gpu-taint-not-tolerated", FAIL, (JOB, f"{WORKER}.tolerations"))
-def worker_without_toleration(world):
+def worker_without_toleration_of_a_second_taint(world):
+    # EKS's ExtendedResourceToleration adds nvidia.com/gpu and vpc.amazonaws.com/efa, not dedicated.
+    del world.pod("Worker")["tolerations"]
+    world.gpu_group["taints"].append({"key": "dedicated", "value": "training", "effect": "NoSchedule"})
+    for marker in ("nvidia", "efa"):
+        world.daemonset(marker)["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+
+@case("gpu-taint-not-tolerated", FAIL, (JOB, f"{WORKER}.tolerations"))
+def worker_without_toleration_of_a_no_execute_gpu_taint(world):
+    del world.pod("Worker")["tolerations"]
+    world.gpu_group["taints"][0]["effect"] = "NoExecute"
+    for marker in ("nvidia", "efa"):
+        world.daemonset(marker)["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+
+@case("gpu-taint-not-tolerated", PASS)
+def worker_tolerated_by_eks_admission(world):
+    # The worker limits nvidia.com/gpu: the admission plugin adds nvidia.com/gpu Exists NoSchedule.
     del world.pod("Worker")["tolerations"]
 
 

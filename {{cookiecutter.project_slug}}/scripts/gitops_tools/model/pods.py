@@ -104,6 +104,27 @@ class PodTemplate:
         return [t for t in sequence(self.spec, "tolerations") if isinstance(t, dict)]
 
     @property
+    def extended_resources(self) -> list[str]:
+        """The extended resources (nvidia.com/gpu, vpc.amazonaws.com/efa) its containers and init
+        containers request or limit: a name with a domain outside kubernetes.io (apimachinery's
+        IsExtendedResourceName; a limit alone is copied into requests before admission)."""
+        names = set()
+        for container in self.containers + self.init_containers:
+            for section in ("requests", "limits"):
+                names.update(str(n) for n in mapping(container.spec, "resources", section))
+        return sorted(n for n in names if "/" in n and "kubernetes.io/" not in n and not n.startswith("requests."))
+
+    @property
+    def effective_tolerations(self) -> list[dict]:
+        """Its tolerations once admitted on EKS: every EKS platform version enables the
+        ExtendedResourceToleration admission plugin (docs.aws.amazon.com/eks/latest/userguide/
+        platform-versions.html), which adds key <resource>, operator Exists, effect NoSchedule for each
+        extended resource the pod requests (kubernetes plugin/pkg/admission/extendedresourcetoleration/
+        admission.go). NoExecute taints and other keys still need a written toleration."""
+        added = [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in self.extended_resources]
+        return self.tolerations + added
+
+    @property
     def node_selector(self) -> dict:
         return mapping(self.spec, "nodeSelector")
 

@@ -26,11 +26,15 @@ def _taints(group: NodeGroup, template: PodTemplate) -> str:
     "error",
     requires=("cluster",),
     description="A GPU pod or device plugin does not tolerate the taints of the GPU node group it targets",
-    remediation="Add a toleration for the node group's taint (for example key nvidia.com/gpu, operator Exists, "
+    remediation="Add a toleration for the node group's taint (for example key dedicated, operator Exists, "
     "effect NoSchedule) to the pod template.",
     docs="""GPU node groups are usually tainted so that only GPU work lands there. Pods that request GPUs,
       and the NVIDIA and EFA device-plugin DaemonSets, must tolerate that taint: without the plugin nodes
-      advertise no GPUs, and without the toleration the workers stay Pending.""",
+      advertise no GPUs, and without the toleration the workers stay Pending. EKS enables the
+      ExtendedResourceToleration admission plugin on every platform version: a pod that requests an extended
+      resource (`nvidia.com/gpu`, `vpc.amazonaws.com/efa`) is given a toleration of that name, operator
+      Exists, effect NoSchedule, so the usual `nvidia.com/gpu:NoSchedule` taint needs no written toleration.
+      Other keys, NoExecute taints, and the device plugins (which request nothing) still do.""",
 )
 def gpu_taint_not_tolerated(scope: Scope):
     for template in scope.pod_templates:
