@@ -1318,6 +1318,15 @@ def hpa_on_gpus(world):
 FLUX_INFRASTRUCTURE = "Kustomization/flux-system/infrastructure"
 
 
+def _service(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "training"},
+        "spec": {"clusterIP": "None", "selector": {"app": "trainer"}, "ports": [{"port": 22}]},
+    }
+
+
 def _config_map(name: str, data: dict) -> dict:
     metadata = {"name": name, "namespace": "flux-system"}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
@@ -1409,6 +1418,90 @@ def subnet_placeholder(world):
 @case("placeholder-value", PASS)
 def real_subnet(world):
     pass
+
+
+@case(
+    "placeholder-value",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.env.0.value"),
+    (JOB, f"{WORKER}.containers.0.env.1.value"),
+    (JOB, f"{WORKER}.containers.0.env.2.value"),
+    (JOB, f"{WORKER}.containers.0.env.3.value"),
+    (JOB, f"{WORKER}.containers.0.env.4.value"),
+    (FSX_CLASS, "parameters.securityGroupIds"),
+)
+def placeholders_of_other_spellings(world):
+    world.container("Worker")["env"] = [
+        {"name": "ROLE_ARN", "value": "arn:aws:iam::<account-id>:role/trainer"},
+        {"name": "BUCKET", "value": "PLACEHOLDER_BUCKET"},
+        {"name": "KMS_KEY", "value": "arn:aws:kms:us-west-2:xxxxxxxxxxxx:key/abc"},
+        {"name": "RUN_NAME", "value": "changeme"},
+        {"name": "WANDB_PROJECT", "value": "TODO"},
+    ]
+    world.storage_class["parameters"]["securityGroupIds"] = "sg-CHANGE_ME"
+
+
+@case("placeholder-value", PASS)
+def values_that_only_look_like_placeholders(world):
+    world.container("Worker")["env"] = [
+        {"name": "IMAGE_TAG", "value": "v1.2"},
+        {"name": "HOST", "value": "boxxx.example.com"},
+        {"name": "APP", "value": "todo-app"},
+        {"name": "MAX", "value": "xxx"},
+        {"name": "SHELL_REDIRECT", "value": "cat <<EOF > out.txt"},
+        {"name": "EXPLAIN", "value": "use replacement text, not placeholders"},
+    ]
+
+
+def _data(name: str, data: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "training"}, "data": data}
+
+
+@case("object-name-invalid", FAIL, ("ConfigMap/training/Run_Settings", "metadata.name"))
+def config_map_with_upper_case_and_underscore(world):
+    world.add("training", _data("Run_Settings", {"mode": "fast"}))
+
+
+@case(
+    "object-name-invalid",
+    FAIL,
+    ("Namespace/ml.training", "metadata.name"),
+    ("Service/training/1st-workers", "metadata.name"),
+)
+def namespace_with_a_dot_and_service_starting_with_a_digit(world):
+    world.add("training", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml.training"}})
+    world.add("training", _service("1st-workers"))
+
+
+@case("object-name-invalid", PASS)
+def dotted_names_where_subdomains_are_allowed(world):
+    world.add("training", _data("run.settings-v1", {"mode": "fast"}), _service("workers-1st"))
+    world.add(
+        "training",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:training:reader"},
+            "rules": [],
+        },
+    )
+
+
+@case("object-too-large", FAIL, ("ConfigMap/training/dataset", "data"))
+def config_map_of_two_mib(world):
+    world.add("training", _data("dataset", {"rows.csv": "1,2,3\n" * (2 * 2**20 // 6)}))
+
+
+@case("object-too-large", FAIL, ("CustomResourceDefinition/widgets.example.com", ""))
+def custom_resource_definition_of_two_mib(world):
+    crd = _custom_resource_definition("example.com", "Widget", "widgets")
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "A widget. " * (2 * 2**20 // 10)
+    world.add("infrastructure", crd)
+
+
+@case("object-too-large", PASS)
+def config_map_just_under_one_mib(world):
+    world.add("training", _data("dataset", {"rows.csv": "1,2,3\n" * (2**20 // 6 - 100)}))
 
 
 @case("suppression-invalid", FAIL, (JOB, "metadata.annotations.validate.gitops/ignore-gpu-slots-mismatch"))
