@@ -454,6 +454,42 @@ def worker_tolerates_everything(world):
     world.pod("Worker")["tolerations"] = [{"operator": "Exists"}]
 
 
+def _worker_anti_affinity(selector: dict) -> dict:
+    term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+ANTI_AFFINITY = f"{WORKER}.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.0.labelSelector"
+
+
+@case("pod-anti-affinity-selects-nothing", FAIL, (JOB, ANTI_AFFINITY))
+def anti_affinity_on_a_label_only_the_mpijob_carries(world):
+    world.mpijob["metadata"]["labels"]["app"] = "horovod-train"
+    world.pod("Worker")["affinity"] = _worker_anti_affinity({"matchLabels": {"app": "horovod-train"}})
+
+
+@case("pod-anti-affinity-selects-nothing", FAIL, (JOB, ANTI_AFFINITY))
+def anti_affinity_on_the_training_operators_old_role_value(world):
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchLabels": {"training.kubeflow.org/job-name": "horovod-train", "training.kubeflow.org/job-role": "Worker"}}
+    )
+
+
+@case("pod-anti-affinity-selects-nothing", PASS)
+def anti_affinity_on_the_operators_worker_labels(world):
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchLabels": {"training.kubeflow.org/job-name": "horovod-train", "training.kubeflow.org/job-role": "worker"}}
+    )
+
+
+@case("pod-anti-affinity-selects-nothing", PASS)
+def anti_affinity_on_template_labels(world):
+    world.replica("Worker")["template"]["metadata"] = {"labels": {"app": "horovod-worker"}}
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["horovod-worker"]}]}
+    )
+
+
 @case("device-plugin-misses-gpu-nodes", FAIL, (NVIDIA_PLUGIN, "spec.template.spec.nodeSelector"))
 def gpu_group_without_plugin_label(world):
     del world.gpu_group["labels"]["nvidia.com/gpu.present"]
