@@ -1489,6 +1489,50 @@ def values_that_only_look_like_placeholders(world):
     ]
 
 
+def _restricted_pods(world) -> None:
+    """The training namespace enforces restricted, and both MPIJob pods meet it."""
+    world.find("Namespace", "training")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "restricted"
+    for role in ("Launcher", "Worker"):
+        pod = world.pod(role)
+        pod["securityContext"] = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+        for container in pod["containers"] + pod.get("initContainers", []):
+            container["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+@case(
+    "pod-security-violation",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.securityContext.capabilities.add"),
+    (JOB, f"{WORKER}.volumes.2.hostPath"),
+)
+def efa_worker_adds_ipc_lock_and_mounts_the_host_under_baseline(world):
+    world.container("Worker")["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    world.pod("Worker")["volumes"].append({"name": "nccl-logs", "hostPath": {"path": "/var/log/nccl"}})
+
+
+@case(
+    "pod-security-violation",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.securityContext.runAsUser"),
+    (JOB, f"{LAUNCHER}.securityContext.seccompProfile"),
+)
+def root_worker_and_launcher_without_seccomp_under_restricted(world):
+    _restricted_pods(world)
+    world.container("Worker")["securityContext"]["runAsUser"] = 0
+    del world.pod("Launcher")["securityContext"]["seccompProfile"]
+
+
+@case("pod-security-violation", PASS)
+def hardened_pods_under_restricted(world):
+    _restricted_pods(world)
+
+
+@case("pod-security-violation", PASS)
+def privileged_pod_where_nothing_is_enforced(world):
+    del world.find("Namespace", "training")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    world.container("Worker")["securityContext"] = {"privileged": True}
+
+
 def _data(name: str, data: dict) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "training"}, "data": data}
 
