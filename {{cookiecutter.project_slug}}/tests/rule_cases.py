@@ -159,14 +159,21 @@ _CONFIG_MAP = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings
 # --- sources and schemas ------------------------------------------------------------------
 
 
-@case("yaml-lint", FAIL, ("", "settings.yaml:7"))
-def trailing_spaces(world):
-    return {"settings.yaml": _CONFIG_MAP.format("   ")}
+# The files are written outside any repository: only a duplicate key counts there (style errors in a
+# repository's files: test_rules.py, test_yamllint_*).
+@case("yaml-lint", FAIL, ("", "settings.yaml:8"))
+def duplicate_key_outside_a_repository(world):
+    return {"settings.yaml": _CONFIG_MAP.format("\n  mode: slow")}
 
 
 @case("yaml-lint", PASS)
 def clean_file(world):
     return {"settings.yaml": _CONFIG_MAP.format("")}
+
+
+@case("yaml-lint", PASS)
+def trailing_spaces_outside_a_repository(world):
+    return {"settings.yaml": _CONFIG_MAP.format("   ")}
 
 
 @case("schema-invalid", FAIL, (JOB, "spec"))

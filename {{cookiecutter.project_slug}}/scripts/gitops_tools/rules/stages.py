@@ -10,12 +10,14 @@ YAML_LINT = stage_rule(
     "error",
     "source",
     category="Sources and schemas",
-    description="A YAML source breaks a rule of the repository's .yamllint",
+    description="A YAML source breaks a rule of its repository's .yamllint, or repeats a key",
     remediation="Fix the line as yamllint's message says (or change .yamllint, or add a "
     "`# yamllint disable-line rule:<rule>` comment).",
     docs="""yamllint runs on the sources validate reads (clusters/, overlays/, and the files named on the
-    command line) with the repository's `.yamllint`; each problem keeps yamllint's own level (error or
-    warning) and rule name. A file that is not valid YAML stops validate with exit status 2.""",
+    command line), each with the `.yamllint` of the repository the file itself lives in, wherever validate
+    runs from; each problem keeps yamllint's own level (error or warning) and rule name. A file outside any
+    repository made by the template is held to no style: only a repeated key (whose later value silently
+    wins) is reported there. A file that is not valid YAML stops validate with exit status 2.""",
 )
 
 SCHEMA_INVALID = stage_rule(
