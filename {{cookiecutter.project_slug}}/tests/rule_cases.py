@@ -1494,6 +1494,8 @@ def values_that_only_look_like_placeholders(world):
         {"name": "SHELL_REDIRECT", "value": "cat <<EOF > out.txt"},
         {"name": "EXPLAIN", "value": "use replacement text, not placeholders"},
     ]
+    sops_secret(world)
+    world.find("Secret", "wandb")["data"]["api-key"] = "ENC[AES256_GCM,data:a/xxxx+TODO,type:str]"
 
 
 def _restricted_pods(world) -> None:

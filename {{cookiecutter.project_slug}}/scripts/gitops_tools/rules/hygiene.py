@@ -175,12 +175,19 @@ def hpa_on_gpu(scope: Scope):
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
         for path, value in strings(manifest.doc):
+            if value.startswith("ENC[") or _encoded(manifest, path):
+                continue  # SOPS ciphertext and base64 data: their letters are not words
             found = _PLACEHOLDER.search(value)
             if not found:
                 continue
             yield Finding(
                 manifest, f"{'.'.join(map(str, path))} is {_shown(value)} (placeholder {found.group(0)!r})", path
             )
+
+
+def _encoded(manifest, path: tuple) -> bool:
+    sections = {"Secret": ("data",), "ConfigMap": ("binaryData",)}.get(manifest.kind, ())
+    return manifest.group == "" and bool(path) and path[0] in sections
 
 
 def _shown(value: str) -> str:
