@@ -444,6 +444,21 @@ def worker_without_toleration_of_a_no_execute_gpu_taint(world):
         world.daemonset(marker)["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
 
 
+@case("gpu-taint-not-tolerated", FAIL, ("Job/training/train", "spec.template.spec.tolerations"))
+def cpu_job_pinned_to_gpu_nodes(world):
+    job = _job(1, ["python", "prepare.py"])
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"role": "gpu"}
+    world.add("training", job)
+
+
+@case("gpu-taint-not-tolerated", PASS)
+def cpu_job_pinned_to_gpu_nodes_with_a_toleration(world):
+    job = _job(1, ["python", "prepare.py"])
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"role": "gpu"}
+    job["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    world.add("training", job)
+
+
 @case("gpu-taint-not-tolerated", PASS)
 def worker_tolerated_by_eks_admission(world):
     # The worker limits nvidia.com/gpu: the admission plugin adds nvidia.com/gpu Exists NoSchedule.

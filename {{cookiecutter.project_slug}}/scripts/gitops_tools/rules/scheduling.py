@@ -35,19 +35,28 @@ def _taints(group: NodeGroup, template: PodTemplate) -> str:
       ExtendedResourceToleration admission plugin on every platform version: a pod that requests an extended
       resource (`nvidia.com/gpu`, `vpc.amazonaws.com/efa`) is given a toleration of that name, operator
       Exists, effect NoSchedule, so the usual `nvidia.com/gpu:NoSchedule` taint needs no written toleration.
-      Other keys, NoExecute taints, and the device plugins (which request nothing) still do.""",
+      Other keys, NoExecute taints, the device plugins, and pods that select GPU nodes without requesting a GPU
+      (a data-preparation Job with `nodeSelector: {role: gpu}`) still do.""",
 )
 def gpu_taint_not_tolerated(scope: Scope):
+    gpu_group_names = {g.name for g in gpu_groups(scope)}
     for template in scope.pod_templates:
-        if template.request(GPU) <= 0:
+        if template.request(GPU) > 0:
+            selected = [g for g in gpu_groups(scope) if selects(template, g)]
+            what = "requests GPUs"
+        elif template.owner.kind != "DaemonSet" and (template.node_selector or template.required_terms):
+            # A pod without GPUs that selects only GPU nodes gets no toleration from the admission plugin.
+            selected = [g for g in scope.node_groups if selects(template, g)]
+            if any(g.name not in gpu_group_names for g in selected):
+                continue
+            what = "requests no GPU (so EKS adds no toleration) but selects only GPU nodes"
+        else:
             continue
-        selected = [g for g in gpu_groups(scope) if selects(template, g)]
         if selected and all(untolerated(template, g) for g in selected):
             group = selected[0]
             yield Finding(
                 template.owner,
-                f"{template.label} requests GPUs but does not tolerate {_taints(group, template)} "
-                f"of {group.describe()}",
+                f"{template.label} {what} and does not tolerate {_taints(group, template)} of {group.describe()}",
                 (*template.path, "tolerations"),
             )
     for markers, groups in ((NVIDIA_PLUGIN, gpu_groups(scope)), (EFA_PLUGIN, efa_groups(scope))):
