@@ -159,14 +159,21 @@ _CONFIG_MAP = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings
 # --- sources and schemas ------------------------------------------------------------------
 
 
-@case("yaml-lint", FAIL, ("", "settings.yaml:7"))
-def trailing_spaces(world):
-    return {"settings.yaml": _CONFIG_MAP.format("   ")}
+# The files are written outside any repository: only a duplicate key counts there (style errors in a
+# repository's files: test_rules.py, test_yamllint_*).
+@case("yaml-lint", FAIL, ("", "settings.yaml:8"))
+def duplicate_key_outside_a_repository(world):
+    return {"settings.yaml": _CONFIG_MAP.format("\n  mode: slow")}
 
 
 @case("yaml-lint", PASS)
 def clean_file(world):
     return {"settings.yaml": _CONFIG_MAP.format("")}
+
+
+@case("yaml-lint", PASS)
+def trailing_spaces_outside_a_repository(world):
+    return {"settings.yaml": _CONFIG_MAP.format("   ")}
 
 
 @case("schema-invalid", FAIL, (JOB, "spec"))
@@ -421,7 +428,40 @@ def limits_only(world):
 
 
 @case("gpu-taint-not-tolerated", FAIL, (JOB, f"{WORKER}.tolerations"))
-def worker_without_toleration(world):
+def worker_without_toleration_of_a_second_taint(world):
+    # EKS's ExtendedResourceToleration adds nvidia.com/gpu and vpc.amazonaws.com/efa, not dedicated.
+    del world.pod("Worker")["tolerations"]
+    world.gpu_group["taints"].append({"key": "dedicated", "value": "training", "effect": "NoSchedule"})
+    for marker in ("nvidia", "efa"):
+        world.daemonset(marker)["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+
+@case("gpu-taint-not-tolerated", FAIL, (JOB, f"{WORKER}.tolerations"))
+def worker_without_toleration_of_a_no_execute_gpu_taint(world):
+    del world.pod("Worker")["tolerations"]
+    world.gpu_group["taints"][0]["effect"] = "NoExecute"
+    for marker in ("nvidia", "efa"):
+        world.daemonset(marker)["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+
+
+@case("gpu-taint-not-tolerated", FAIL, ("Job/training/train", "spec.template.spec.tolerations"))
+def cpu_job_pinned_to_gpu_nodes(world):
+    job = _job(1, ["python", "prepare.py"])
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"role": "gpu"}
+    world.add("training", job)
+
+
+@case("gpu-taint-not-tolerated", PASS)
+def cpu_job_pinned_to_gpu_nodes_with_a_toleration(world):
+    job = _job(1, ["python", "prepare.py"])
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"role": "gpu"}
+    job["spec"]["template"]["spec"]["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    world.add("training", job)
+
+
+@case("gpu-taint-not-tolerated", PASS)
+def worker_tolerated_by_eks_admission(world):
+    # The worker limits nvidia.com/gpu: the admission plugin adds nvidia.com/gpu Exists NoSchedule.
     del world.pod("Worker")["tolerations"]
 
 
@@ -434,6 +474,42 @@ def nvidia_plugin_without_toleration(world):
 @case("gpu-taint-not-tolerated", PASS)
 def worker_tolerates_everything(world):
     world.pod("Worker")["tolerations"] = [{"operator": "Exists"}]
+
+
+def _worker_anti_affinity(selector: dict) -> dict:
+    term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+ANTI_AFFINITY = f"{WORKER}.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.0.labelSelector"
+
+
+@case("pod-anti-affinity-selects-nothing", FAIL, (JOB, ANTI_AFFINITY))
+def anti_affinity_on_a_label_only_the_mpijob_carries(world):
+    world.mpijob["metadata"]["labels"]["app"] = "horovod-train"
+    world.pod("Worker")["affinity"] = _worker_anti_affinity({"matchLabels": {"app": "horovod-train"}})
+
+
+@case("pod-anti-affinity-selects-nothing", FAIL, (JOB, ANTI_AFFINITY))
+def anti_affinity_on_the_training_operators_old_role_value(world):
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchLabels": {"training.kubeflow.org/job-name": "horovod-train", "training.kubeflow.org/job-role": "Worker"}}
+    )
+
+
+@case("pod-anti-affinity-selects-nothing", PASS)
+def anti_affinity_on_the_operators_worker_labels(world):
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchLabels": {"training.kubeflow.org/job-name": "horovod-train", "training.kubeflow.org/job-role": "worker"}}
+    )
+
+
+@case("pod-anti-affinity-selects-nothing", PASS)
+def anti_affinity_on_template_labels(world):
+    world.replica("Worker")["template"]["metadata"] = {"labels": {"app": "horovod-worker"}}
+    world.pod("Worker")["affinity"] = _worker_anti_affinity(
+        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["horovod-worker"]}]}
+    )
 
 
 @case("device-plugin-misses-gpu-nodes", FAIL, (NVIDIA_PLUGIN, "spec.template.spec.nodeSelector"))
@@ -960,6 +1036,19 @@ def claim_without_a_size(world):
     del world.claim["spec"]["resources"]
 
 
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
+def size_not_a_quantity(world):
+    world.claim["spec"]["resources"]["requests"]["storage"] = "1.2TB-ish"
+
+
+@case("fsx-capacity-invalid", FAIL, (CLAIM, "spec.resources.requests.storage"))
+def hdd_size_rounded_to_the_throughputs_unit(world):
+    world.storage_class["parameters"].update(
+        {"deploymentType": "PERSISTENT_1", "storageType": "HDD", "perUnitStorageThroughput": "12"}
+    )
+    world.claim["spec"]["resources"]["requests"]["storage"] = "1800Gi"
+
+
 @case("fsx-capacity-invalid", PASS)
 def scratch_2_two_steps(world):
     world.claim["spec"]["resources"]["requests"]["storage"] = "4800Gi"
@@ -969,6 +1058,44 @@ def scratch_2_two_steps(world):
 def scratch_1_third_step(world):
     world.storage_class["parameters"]["deploymentType"] = "SCRATCH_1"
     world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+@case("fsx-capacity-invalid", PASS)
+def hdd_at_forty_in_units_of_1800(world):
+    world.storage_class["parameters"].update(
+        {"deploymentType": "PERSISTENT_1", "storageType": "HDD", "perUnitStorageThroughput": "40"}
+    )
+    world.claim["spec"]["resources"]["requests"]["storage"] = "3600Gi"
+
+
+def _persistent_volume(policy: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "fsx-static"},
+        "spec": {
+            "capacity": {"storage": "1200Gi"},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": policy,
+            "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0"},
+        },
+    }
+
+
+@case("reclaim-policy-recycle", FAIL, (FSX_CLASS, "reclaimPolicy"))
+def storage_class_recycles(world):
+    world.storage_class["reclaimPolicy"] = "Recycle"
+
+
+@case("reclaim-policy-recycle", FAIL, ("PersistentVolume/fsx-static", "spec.persistentVolumeReclaimPolicy"))
+def static_volume_recycles(world):
+    world.add("infrastructure", _persistent_volume("Recycle"))
+
+
+@case("reclaim-policy-recycle", PASS)
+def static_volume_retained(world):
+    world.storage_class["reclaimPolicy"] = "Retain"
+    world.add("infrastructure", _persistent_volume("Retain"))
 
 
 @case("claim-not-read-write-many", FAIL, (CLAIM, "spec.accessModes"))
@@ -1249,6 +1376,15 @@ def hpa_on_gpus(world):
 FLUX_INFRASTRUCTURE = "Kustomization/flux-system/infrastructure"
 
 
+def _service(name: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": "training"},
+        "spec": {"clusterIP": "None", "selector": {"app": "trainer"}, "ports": [{"port": 22}]},
+    }
+
+
 def _config_map(name: str, data: dict) -> dict:
     metadata = {"name": name, "namespace": "flux-system"}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
@@ -1340,6 +1476,136 @@ def subnet_placeholder(world):
 @case("placeholder-value", PASS)
 def real_subnet(world):
     pass
+
+
+@case(
+    "placeholder-value",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.env.0.value"),
+    (JOB, f"{WORKER}.containers.0.env.1.value"),
+    (JOB, f"{WORKER}.containers.0.env.2.value"),
+    (JOB, f"{WORKER}.containers.0.env.3.value"),
+    (JOB, f"{WORKER}.containers.0.env.4.value"),
+    (FSX_CLASS, "parameters.securityGroupIds"),
+)
+def placeholders_of_other_spellings(world):
+    world.container("Worker")["env"] = [
+        {"name": "ROLE_ARN", "value": "arn:aws:iam::<account-id>:role/trainer"},
+        {"name": "BUCKET", "value": "PLACEHOLDER_BUCKET"},
+        {"name": "KMS_KEY", "value": "arn:aws:kms:us-west-2:xxxxxxxxxxxx:key/abc"},
+        {"name": "RUN_NAME", "value": "changeme"},
+        {"name": "WANDB_PROJECT", "value": "TODO"},
+    ]
+    world.storage_class["parameters"]["securityGroupIds"] = "sg-CHANGE_ME"
+
+
+@case("placeholder-value", PASS)
+def values_that_only_look_like_placeholders(world):
+    world.container("Worker")["env"] = [
+        {"name": "IMAGE_TAG", "value": "v1.2"},
+        {"name": "HOST", "value": "boxxx.example.com"},
+        {"name": "APP", "value": "todo-app"},
+        {"name": "MAX", "value": "xxx"},
+        {"name": "SHELL_REDIRECT", "value": "cat <<EOF > out.txt"},
+        {"name": "EXPLAIN", "value": "use replacement text, not placeholders"},
+    ]
+    sops_secret(world)
+    world.find("Secret", "wandb")["data"]["api-key"] = "ENC[AES256_GCM,data:a/xxxx+TODO,type:str]"
+
+
+def _restricted_pods(world) -> None:
+    """The training namespace enforces restricted, and both MPIJob pods meet it."""
+    world.find("Namespace", "training")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "restricted"
+    for role in ("Launcher", "Worker"):
+        pod = world.pod(role)
+        pod["securityContext"] = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+        for container in pod["containers"] + pod.get("initContainers", []):
+            container["securityContext"] = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+@case(
+    "pod-security-violation",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.securityContext.capabilities.add"),
+    (JOB, f"{WORKER}.volumes.2.hostPath"),
+)
+def efa_worker_adds_ipc_lock_and_mounts_the_host_under_baseline(world):
+    world.container("Worker")["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    world.pod("Worker")["volumes"].append({"name": "nccl-logs", "hostPath": {"path": "/var/log/nccl"}})
+
+
+@case(
+    "pod-security-violation",
+    FAIL,
+    (JOB, f"{WORKER}.containers.0.securityContext.runAsUser"),
+    (JOB, f"{LAUNCHER}.securityContext.seccompProfile"),
+)
+def root_worker_and_launcher_without_seccomp_under_restricted(world):
+    _restricted_pods(world)
+    world.container("Worker")["securityContext"]["runAsUser"] = 0
+    del world.pod("Launcher")["securityContext"]["seccompProfile"]
+
+
+@case("pod-security-violation", PASS)
+def hardened_pods_under_restricted(world):
+    _restricted_pods(world)
+
+
+@case("pod-security-violation", PASS)
+def privileged_pod_where_nothing_is_enforced(world):
+    del world.find("Namespace", "training")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    world.container("Worker")["securityContext"] = {"privileged": True}
+
+
+def _data(name: str, data: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "training"}, "data": data}
+
+
+@case("object-name-invalid", FAIL, ("ConfigMap/training/Run_Settings", "metadata.name"))
+def config_map_with_upper_case_and_underscore(world):
+    world.add("training", _data("Run_Settings", {"mode": "fast"}))
+
+
+@case(
+    "object-name-invalid",
+    FAIL,
+    ("Namespace/ml.training", "metadata.name"),
+    ("Service/training/1st-workers", "metadata.name"),
+)
+def namespace_with_a_dot_and_service_starting_with_a_digit(world):
+    world.add("training", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml.training"}})
+    world.add("training", _service("1st-workers"))
+
+
+@case("object-name-invalid", PASS)
+def dotted_names_where_subdomains_are_allowed(world):
+    world.add("training", _data("run.settings-v1", {"mode": "fast"}), _service("workers-1st"))
+    world.add(
+        "training",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:training:reader"},
+            "rules": [],
+        },
+    )
+
+
+@case("object-too-large", FAIL, ("ConfigMap/training/dataset", "data"))
+def config_map_of_two_mib(world):
+    world.add("training", _data("dataset", {"rows.csv": "1,2,3\n" * (2 * 2**20 // 6)}))
+
+
+@case("object-too-large", FAIL, ("CustomResourceDefinition/widgets.example.com", ""))
+def custom_resource_definition_of_two_mib(world):
+    crd = _custom_resource_definition("example.com", "Widget", "widgets")
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "A widget. " * (2 * 2**20 // 10)
+    world.add("infrastructure", crd)
+
+
+@case("object-too-large", PASS)
+def config_map_just_under_one_mib(world):
+    world.add("training", _data("dataset", {"rows.csv": "1,2,3\n" * (2**20 // 6 - 100)}))
 
 
 @case("suppression-invalid", FAIL, (JOB, "metadata.annotations.validate.gitops/ignore-gpu-slots-mismatch"))

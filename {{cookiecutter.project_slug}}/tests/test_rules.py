@@ -230,3 +230,69 @@ def test_rule_modules_import_only_the_model_the_registry_and_the_facts():
     for name in ("runner.py", "report.py"):
         found = {n for n in imports(package.parent / "validate" / name) if n.startswith("rules")}
         assert found <= {"rules.registry"}, (name, found)
+
+
+@pytest.mark.parametrize(
+    "storage, severity, message",
+    [
+        ("1000Gi", "warning", "creates (and bills) 1200 GiB"),
+        ("3600Gi", "warning", "creates (and bills) 4800 GiB"),
+        ("2500G", "warning", "creates (and bills) 2400 GiB"),
+        ("1.2TB-ish", "error", "not a positive size"),
+    ],
+)
+def test_fsx_size_the_driver_rounds_up_is_a_warning_naming_its_size(checker, tmp_path, storage, severity, message):
+    world = World()
+    world.claim["spec"]["resources"]["requests"]["storage"] = storage
+    found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "fsx-capacity-invalid"]
+    assert [f.severity for f in found] == [severity]
+    assert message in found[0].message
+
+
+def test_custom_resource_without_a_schema_is_a_warning(checker, tmp_path):
+    from rule_cases import _widget
+
+    world = World()
+    widget = _widget()
+    widget["metadata"]["annotations"] = {"validate.gitops/ignore-crd-not-installed": "the widget chart installs it"}
+    world.add("training", widget)
+    result = evaluate(world, checker, tmp_path)
+    found = [f for f in result.findings if f.rule == "schema-missing"]
+    assert [(f.resource, f.severity) for f in found] == [("Widget/training/w", "warning")]
+    assert result.exit_code() == 0 and result.exit_code(strict=True) == 1
+
+
+_TRAILING_SPACES = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast   \n"
+
+
+def _repository(at: Path, yamllint: str) -> Path:
+    """A repository made by the template, as far as validate tells: clusters/, overlays/, its .yamllint."""
+    for folder in ("clusters", "overlays"):
+        (at / folder).mkdir(parents=True)
+    (at / ".yamllint").write_text(yamllint)
+    (at / "overlays" / "settings.yaml").write_text(_TRAILING_SPACES)
+    return at / "overlays" / "settings.yaml"
+
+
+def _lint_findings(path: Path) -> list[tuple[str, int, str]]:
+    result = pipeline.validate(pipeline.Options(paths=[path]))
+    return [(Path(f.file).name, f.line, f.severity) for f in result.findings if f.rule == "yaml-lint"]
+
+
+@pytest.mark.parametrize("where", ["repository", "other repository", "outside"])
+def test_yamllint_uses_the_config_of_the_files_own_repository_wherever_validate_runs(tmp_path, monkeypatch, where):
+    strict = _repository(tmp_path / "strict", "extends: default\n")
+    lenient = _repository(tmp_path / "lenient", "extends: default\nrules:\n  trailing-spaces: disable\n")
+    (tmp_path / "elsewhere").mkdir()
+    cwd = {"repository": strict.parents[1], "other repository": lenient.parents[1], "outside": tmp_path / "elsewhere"}
+    monkeypatch.chdir(cwd[where])
+    assert _lint_findings(strict) == [("settings.yaml", 7, "error")]
+    assert _lint_findings(lenient) == []
+
+
+def test_yamllint_outside_a_repository_counts_no_style_even_inside_one(tmp_path, in_repo):
+    loose = tmp_path / "settings.yaml"
+    loose.write_text(_TRAILING_SPACES)
+    assert _lint_findings(loose) == []
+    loose.write_text(_TRAILING_SPACES + "  mode: slow\n")
+    assert _lint_findings(loose) == [("settings.yaml", 8, "error")]

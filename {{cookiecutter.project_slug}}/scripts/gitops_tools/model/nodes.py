@@ -144,7 +144,9 @@ def tolerates(tolerations: list[dict], taint: Taint) -> bool:
 
 
 def untolerated(template: PodTemplate, group: NodeGroup) -> list[Taint]:
-    return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(template.tolerations, t)]
+    """The group's taints that keep the pod off its nodes, once EKS's admission added its tolerations."""
+    tolerations = template.effective_tolerations
+    return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(tolerations, t)]
 
 
 def _expression_matches(expression: dict, labels: dict[str, str]) -> bool:

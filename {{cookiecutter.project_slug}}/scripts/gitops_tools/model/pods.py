@@ -104,6 +104,50 @@ class PodTemplate:
         return [t for t in sequence(self.spec, "tolerations") if isinstance(t, dict)]
 
     @property
+    def pod_labels(self) -> list[dict[str, str]]:
+        """The label sets of the pods it makes: the template's labels, and for an MPIJob's pods also those the
+        operator sets, one set per worker (kubeflow/mpi-operator v0.8.0, pkg/controller/mpi_job_controller.go
+        defaultLabels, newWorker, newLauncher; keys in pkg/apis/kubeflow/v2beta1/constants.go)."""
+        own = {str(k): str(v) for k, v in mapping(self.owner.doc, *self.path[:-1], "metadata", "labels").items()}
+        if (self.owner.group, self.owner.kind) != MPIJOB:
+            return [own]
+        as_worker = mapping(self.owner.doc, "spec").get("runLauncherAsWorker") is True
+        labels = {
+            **own,
+            "training.kubeflow.org/operator-name": "mpi-operator",
+            "training.kubeflow.org/job-name": self.owner.name,
+            "training.kubeflow.org/job-role": self.role.lower(),
+        }
+        if self.role != "Worker":
+            return [{**labels, "training.kubeflow.org/replica-index": "0"} if as_worker else labels]
+        first = 1 if as_worker else 0
+        return [
+            {**labels, "training.kubeflow.org/replica-index": str(index)}
+            for index in range(first, first + max(self.replicas or 0, 1))
+        ]
+
+    @property
+    def extended_resources(self) -> list[str]:
+        """The extended resources (nvidia.com/gpu, vpc.amazonaws.com/efa) its containers and init
+        containers request or limit: a name with a domain outside kubernetes.io (apimachinery's
+        IsExtendedResourceName; a limit alone is copied into requests before admission)."""
+        names = set()
+        for container in self.containers + self.init_containers:
+            for section in ("requests", "limits"):
+                names.update(str(n) for n in mapping(container.spec, "resources", section))
+        return sorted(n for n in names if "/" in n and "kubernetes.io/" not in n and not n.startswith("requests."))
+
+    @property
+    def effective_tolerations(self) -> list[dict]:
+        """Its tolerations once admitted on EKS: every EKS platform version enables the
+        ExtendedResourceToleration admission plugin (docs.aws.amazon.com/eks/latest/userguide/
+        platform-versions.html), which adds key <resource>, operator Exists, effect NoSchedule for each
+        extended resource the pod requests (kubernetes plugin/pkg/admission/extendedresourcetoleration/
+        admission.go). NoExecute taints and other keys still need a written toleration."""
+        added = [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in self.extended_resources]
+        return self.tolerations + added
+
+    @property
     def node_selector(self) -> dict:
         return mapping(self.spec, "nodeSelector")
 
@@ -168,3 +212,25 @@ def pod_templates(manifest: Manifest) -> list[PodTemplate]:
     else:
         replicas = integer(mapping(manifest.doc, "spec").get("replicas"), 1)
     return [PodTemplate(manifest, "", replicas, spec, path)]
+
+
+def selector_matches(selector: dict, labels: dict[str, str]) -> bool:
+    """Whether a label selector (matchLabels, matchExpressions) selects an object with these labels."""
+    for key, value in mapping(selector, "matchLabels").items():
+        if labels.get(str(key)) != str(value):
+            return False
+    for expression in sequence(selector, "matchExpressions"):
+        if not isinstance(expression, dict):
+            return False
+        value = labels.get(str(expression.get("key", "")))
+        values = [str(v) for v in sequence(expression, "values")]
+        operator = expression.get("operator")
+        matched = {
+            "In": value in values,
+            "NotIn": value not in values,
+            "Exists": value is not None,
+            "DoesNotExist": value is None,
+        }.get(operator, False)
+        if not matched:
+            return False
+    return True

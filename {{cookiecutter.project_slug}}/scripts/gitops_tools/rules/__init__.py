@@ -3,7 +3,20 @@ catalogue order (by category, then id), which is the order of docs/rules.md."""
 
 from __future__ import annotations
 
-from . import apis, capacity, efa, flux, gpus, hygiene, mpijob, ordering, scheduling, stages, storage  # noqa: F401
+from . import (  # noqa: F401
+    apis,
+    capacity,
+    efa,
+    flux,
+    gpus,
+    hygiene,
+    mpijob,
+    ordering,
+    podsecurity,
+    scheduling,
+    stages,
+    storage,
+)
 from .registry import CONTEXTS, REGISTRY, Finding, Rule, all_rules
 
 __all__ = ["CONTEXTS", "REGISTRY", "Finding", "Rule", "all_rules"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..model import GPU, Scope, mapping, sequence
@@ -11,7 +12,16 @@ from .registry import REGISTRY, SUPPRESSION_PREFIX, Finding, category
 
 rule = category("Hygiene and security")
 
-_PLACEHOLDER = re.compile(r"REPLACE[-_]ME", re.IGNORECASE)
+# Placeholders, each only as a whole token (not inside a longer word): REPLACE-ME and CHANGE-ME in any
+# case and spelling, PLACEHOLDER and PLACEHOLDER_<WHAT>, <account-id>-style angle-bracket tokens, runs of
+# four or more x (arn:aws:iam::xxxxxxxxxxxx:role), and the upper-case TODO, FIXME, TBD.
+_PLACEHOLDER = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"(?i:replace[-_]?me|change[-_]?me|placeholder(?:[-_][a-z0-9_]+)?|x{4,})"
+    r"|TODO|FIXME|TBD"
+    r")(?![A-Za-z0-9])"
+    r"|<[A-Za-z][A-Za-z0-9_.-]*>"
+)
 # TOKEN only as a whole word: TOKENIZERS_PARALLELISM and MAX_TOKENS are settings, HF_TOKEN is not.
 _SECRET_NAME = re.compile(
     r"PASSWORD|PASSWD|SECRET|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|(^|_)TOKEN(_|$)", re.IGNORECASE
@@ -151,20 +161,37 @@ def hpa_on_gpu(scope: Scope):
 @rule(
     "placeholder-value",
     "warning",
-    description="A value is still a REPLACE-ME placeholder",
+    description="A value is still a placeholder (REPLACE-ME, CHANGEME, <account-id>, xxxx, TODO)",
     remediation="Replace the placeholder with the real value; a per-cluster value (such as the FSx subnet and "
     "security group) belongs in the cluster-settings ConfigMap that Flux substitutes (scripts/cluster-settings).",
     docs="""`subnet-REPLACE-ME` and the like are valid YAML and pass the schemas, but FSx cannot create a file
       system with them and the claim stays Pending. The template writes none (per-cluster values come from
       the cluster-settings ConfigMap as `${FSX_SUBNET_ID}` and the like), so one here was written by hand.
-      It is a warning; `--strict` makes it fail.""",
+      Recognised as whole tokens only: REPLACE-ME and CHANGE-ME (any case, with `-`, `_` or nothing),
+      PLACEHOLDER or PLACEHOLDER_<WHAT>, an angle-bracket token such as `<account-id>`, four or more x
+      (`arn:aws:iam::xxxxxxxxxxxx:role/x`), and upper-case TODO, FIXME or TBD; `boxxx`, `todo-app` or `v1.2`
+      are not placeholders. It is a warning; `--strict` makes it fail.""",
 )
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
         for path, value in strings(manifest.doc):
-            if not _PLACEHOLDER.search(value):
+            if value.startswith("ENC[") or _encoded(manifest, path):
+                continue  # SOPS ciphertext and base64 data: their letters are not words
+            found = _PLACEHOLDER.search(value)
+            if not found:
                 continue
-            yield Finding(manifest, f"{'.'.join(map(str, path))} is {value!r}", path)
+            yield Finding(
+                manifest, f"{'.'.join(map(str, path))} is {_shown(value)} (placeholder {found.group(0)!r})", path
+            )
+
+
+def _encoded(manifest, path: tuple) -> bool:
+    sections = {"Secret": ("data",), "ConfigMap": ("binaryData",)}.get(manifest.kind, ())
+    return manifest.group == "" and bool(path) and path[0] in sections
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
 
 
 @rule(
@@ -192,3 +219,101 @@ def suppression_invalid(scope: Scope):
             else:
                 continue
             yield Finding(manifest, message, ("metadata", "annotations", key))
+
+
+# Object names (k8s.io/apimachinery pkg/api/validation NameIsDNSSubdomain, NameIsDNSLabel,
+# NameIsDNS1035Label over pkg/util/validation IsDNS1123Subdomain, IsDNS1123Label, IsDNS1035Label; kubernetes
+# pkg/apis/core/validation: ValidateNamespaceName is a DNS-1123 label, ValidateServiceName a DNS-1035 label).
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_1123_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+_DNS_1123_LABEL = re.compile(rf"^{_DNS_LABEL}$")
+_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_NAME_RULES = {
+    ("Namespace", ""): (_DNS_1123_LABEL, 63, "a DNS-1123 label"),
+    ("Service", ""): (_DNS_1035_LABEL, 63, "a DNS-1035 label"),
+}
+# RBAC names are path segments ("system:..." is valid); MPIJob names: mpijob-name-invalid.
+_OTHER_NAMES = ("rbac.authorization.k8s.io", "kubeflow.org")
+
+
+@rule(
+    "object-name-invalid",
+    "error",
+    description="An object's name is not a valid Kubernetes name for its kind",
+    remediation="Rename the object: lower-case letters, digits and '-' (and '.' except for Namespaces and "
+    "Services), starting and ending with a letter or digit (a Service: starting with a letter).",
+    docs="""The API server refuses an object whose name breaks its kind's rule, so Flux's apply of the whole
+      Kustomization fails. Most kinds take a DNS-1123 subdomain (at most 253 characters of `a-z`, `0-9`, `-`
+      and `.`); a Namespace takes a DNS-1123 label (at most 63, no dots), a Service a DNS-1035 label (a
+      DNS-1123 label that starts with a letter). RBAC kinds (path-segment names) and MPIJobs
+      (mpijob-name-invalid) are left to their own rules, and names with a Flux `${VARIABLE}` are checked
+      after substitution only.""",
+)
+def object_name_invalid(scope: Scope):
+    for manifest in scope.objects:
+        name = manifest.name
+        if not name or "$" in name or manifest.group in _OTHER_NAMES:
+            continue
+        pattern, limit, what = _NAME_RULES.get(
+            (manifest.kind, manifest.group), (_DNS_1123_SUBDOMAIN, 253, "a DNS-1123 subdomain")
+        )
+        if len(name) > limit or not pattern.match(name):
+            yield Finding(
+                manifest,
+                f"{manifest.kind} name {name!r} is not {what} of at most {limit} characters",
+                ("metadata", "name"),
+            )
+
+
+# etcd refuses a request above its --max-request-bytes, 1.5 MiB by default (etcd.io/docs/v3.5/dev-guide/
+# limit/); the API server refuses a ConfigMap or Secret whose data exceeds 1 MiB (kubernetes
+# pkg/apis/core/validation: core.MaxSecretSize, used by ValidateConfigMap and ValidateSecret).
+ETCD_REQUEST_LIMIT = 1536 * 1024
+DATA_LIMIT = 1024 * 1024
+
+
+def _data_bytes(manifest) -> int:
+    """The bytes of a ConfigMap's or Secret's data, as the API server counts them (base64 decoded)."""
+    encoded = ("binaryData",) if manifest.kind == "ConfigMap" else ("data",)
+    total = 0
+    for section in ("data", "binaryData", "stringData"):
+        for key, value in mapping(manifest.doc, section).items():
+            size = len(str(value or "").encode())
+            total += len(str(key)) + (size * 3 // 4 if section in encoded else size)
+    return total
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
+
+
+@rule(
+    "object-too-large",
+    "error",
+    description="An object is larger than the API server and etcd accept",
+    remediation="Keep large data out of the object: put files in S3 or FSx, or build them into the image; split "
+    "a large ConfigMap into several.",
+    docs="""etcd refuses a request above 1.5 MiB (its default `--max-request-bytes`), and the API server refuses
+      a ConfigMap or Secret whose data holds more than 1 MiB; Flux's apply of the whole Kustomization fails
+      with `etcdserver: request is too large` or `Too long`. The size is the object serialized as compact
+      JSON, close to what the API server stores.""",
+)
+def object_too_large(scope: Scope):
+    for manifest in scope.objects:
+        if manifest.kind in ("ConfigMap", "Secret") and manifest.group == "":
+            data = _data_bytes(manifest)
+            if data > DATA_LIMIT:
+                section = next(s for s in ("data", "binaryData", "stringData") if mapping(manifest.doc, s))
+                yield Finding(
+                    manifest,
+                    f"{manifest.kind} {manifest.name} holds {_mib(data)} of data, more than the 1 MiB the API "
+                    "server accepts",
+                    (section,),
+                )
+                continue
+        size = len(json.dumps(manifest.doc, separators=(",", ":"), default=str).encode())
+        if size > ETCD_REQUEST_LIMIT:
+            yield Finding(
+                manifest,
+                f"{manifest.kind} {manifest.name} is {_mib(size)} serialized, more than the 1.5 MiB etcd accepts",
+            )

@@ -12,6 +12,7 @@ from ..model.plugins import (
     plugin_installed,
     plugin_releases,
 )
+from ..model.pods import selector_matches
 from .registry import Finding, category
 
 rule = category("Scheduling")
@@ -26,23 +27,36 @@ def _taints(group: NodeGroup, template: PodTemplate) -> str:
     "error",
     requires=("cluster",),
     description="A GPU pod or device plugin does not tolerate the taints of the GPU node group it targets",
-    remediation="Add a toleration for the node group's taint (for example key nvidia.com/gpu, operator Exists, "
+    remediation="Add a toleration for the node group's taint (for example key dedicated, operator Exists, "
     "effect NoSchedule) to the pod template.",
     docs="""GPU node groups are usually tainted so that only GPU work lands there. Pods that request GPUs,
       and the NVIDIA and EFA device-plugin DaemonSets, must tolerate that taint: without the plugin nodes
-      advertise no GPUs, and without the toleration the workers stay Pending.""",
+      advertise no GPUs, and without the toleration the workers stay Pending. EKS enables the
+      ExtendedResourceToleration admission plugin on every platform version: a pod that requests an extended
+      resource (`nvidia.com/gpu`, `vpc.amazonaws.com/efa`) is given a toleration of that name, operator
+      Exists, effect NoSchedule, so the usual `nvidia.com/gpu:NoSchedule` taint needs no written toleration.
+      Other keys, NoExecute taints, the device plugins, and pods that select GPU nodes without requesting a GPU
+      (a data-preparation Job with `nodeSelector: {role: gpu}`) still do.""",
 )
 def gpu_taint_not_tolerated(scope: Scope):
+    gpu_group_names = {g.name for g in gpu_groups(scope)}
     for template in scope.pod_templates:
-        if template.request(GPU) <= 0:
+        if template.request(GPU) > 0:
+            selected = [g for g in gpu_groups(scope) if selects(template, g)]
+            what = "requests GPUs"
+        elif template.owner.kind != "DaemonSet" and (template.node_selector or template.required_terms):
+            # A pod without GPUs that selects only GPU nodes gets no toleration from the admission plugin.
+            selected = [g for g in scope.node_groups if selects(template, g)]
+            if any(g.name not in gpu_group_names for g in selected):
+                continue
+            what = "requests no GPU (so EKS adds no toleration) but selects only GPU nodes"
+        else:
             continue
-        selected = [g for g in gpu_groups(scope) if selects(template, g)]
         if selected and all(untolerated(template, g) for g in selected):
             group = selected[0]
             yield Finding(
                 template.owner,
-                f"{template.label} requests GPUs but does not tolerate {_taints(group, template)} "
-                f"of {group.describe()}",
+                f"{template.label} {what} and does not tolerate {_taints(group, template)} of {group.describe()}",
                 (*template.path, "tolerations"),
             )
     for markers, groups in ((NVIDIA_PLUGIN, gpu_groups(scope)), (EFA_PLUGIN, efa_groups(scope))):
@@ -244,4 +258,68 @@ def device_plugin_duplicate(scope: Scope):
                 f"{others[0].resource} runs next to the kube-system/{eksctl_name} that eksctl "
                 f"installs; both advertise {resource}",
                 ("metadata", "name"),
+            )
+
+
+_ANTI_AFFINITY = ("affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+
+
+def _describe_selector(selector) -> str:
+    if not isinstance(selector, dict):
+        return "no labelSelector"
+    parts = [f"{k}={v}" for k, v in mapping(selector, "matchLabels").items()]
+    parts += [
+        f"{e.get('key')} {e.get('operator')} {','.join(map(str, sequence(e, 'values')))}".strip()
+        for e in sequence(selector, "matchExpressions")
+        if isinstance(e, dict)
+    ]
+    return ", ".join(parts) or "every pod"
+
+
+@rule(
+    "pod-anti-affinity-selects-nothing",
+    "warning",
+    description="A required pod anti-affinity selects no pod of its own workload, so it spreads nothing",
+    remediation="Select the workload's own pods: for an MPIJob's workers, training.kubeflow.org/job-name=<job> "
+    "and training.kubeflow.org/job-role=worker (the labels the operator sets), or labels you set under "
+    "template.metadata.labels.",
+    docs="""Required pod anti-affinity keeps a pod off nodes (or zones) that run pods its labelSelector
+      selects. Meant to put one worker per node, a selector on labels the workers do not carry (a misspelt
+      key, labels set on the MPIJob itself instead of its pod template) selects nothing, and workers pack
+      onto the same node. The MPI operator (v0.8) labels its pods `training.kubeflow.org/operator-name`,
+      `job-name`, `job-role` (launcher or worker) and `replica-index`, on top of the template's labels. A
+      selector that matches another workload's pods in the namespace is taken as deliberate, and terms that
+      name other namespaces or use matchLabelKeys are not checked.""",
+)
+def pod_anti_affinity_selects_nothing(scope: Scope):
+    for template in scope.pod_templates:
+        namespace = scope.namespace_of(template.owner)
+        for index, term in enumerate(sequence(template.spec, *_ANTI_AFFINITY)):
+            if not isinstance(term, dict) or term.get("namespaceSelector") is not None:
+                continue
+            if term.get("matchLabelKeys") or term.get("mismatchLabelKeys"):
+                continue
+            if sequence(term, "namespaces") and namespace not in map(str, sequence(term, "namespaces")):
+                continue
+            selector = term.get("labelSelector")
+            candidates = [
+                labels
+                for other in scope.pod_templates
+                if other.owner is template.owner or scope.namespace_of(other.owner) == namespace
+                for labels in other.pod_labels
+            ]
+            if isinstance(selector, dict) and any(selector_matches(selector, labels) for labels in candidates):
+                continue
+            hint = (
+                f" (the operator labels them training.kubeflow.org/job-name={template.owner.name}, "
+                f"training.kubeflow.org/job-role={template.role.lower()})"
+                if (template.owner.group, template.owner.kind) == MPIJOB
+                else ""
+            )
+            yield Finding(
+                template.owner,
+                f"{template.label} anti-affinity term {index} selects {_describe_selector(selector)}, which no pod "
+                f"of {template.owner.kind} {template.owner.name} or of another workload in {namespace} carries"
+                f"{hint}, so it spreads nothing",
+                (*template.path, *_ANTI_AFFINITY, index, "labelSelector"),
             )

@@ -10,12 +10,14 @@ YAML_LINT = stage_rule(
     "error",
     "source",
     category="Sources and schemas",
-    description="A YAML source breaks a rule of the repository's .yamllint",
+    description="A YAML source breaks a rule of its repository's .yamllint, or repeats a key",
     remediation="Fix the line as yamllint's message says (or change .yamllint, or add a "
     "`# yamllint disable-line rule:<rule>` comment).",
     docs="""yamllint runs on the sources validate reads (clusters/, overlays/, and the files named on the
-    command line) with the repository's `.yamllint`; each problem keeps yamllint's own level (error or
-    warning) and rule name. A file that is not valid YAML stops validate with exit status 2.""",
+    command line), each with the `.yamllint` of the repository the file itself lives in, wherever validate
+    runs from; each problem keeps yamllint's own level (error or warning) and rule name. A file outside any
+    repository made by the template is held to no style: only a repeated key (whose later value silently
+    wins) is reported there. A file that is not valid YAML stops validate with exit status 2.""",
 )
 
 SCHEMA_INVALID = stage_rule(
@@ -35,13 +37,15 @@ SCHEMA_INVALID = stage_rule(
 
 SCHEMA_MISSING = stage_rule(
     "schema-missing",
-    "error",
+    "warning",
     "schema",
     category="Sources and schemas",
     description="An object's kind has no schema, so nothing about it could be checked",
     remediation="Pin the CRD of the kind in platform.yaml under schemas (group/Kind: URL of the CRD file), or "
     "render the CRD with the manifests.",
     docs="""An object validate cannot check is reported, never passed silently. Custom resources get their
-    schema from platform.yaml's pinned CRDs or from a CustomResourceDefinition in the rendered output. A
-    built-in kind whose API version is removed is reported by removed-api instead.""",
+    schema from platform.yaml's pinned CRDs or from a CustomResourceDefinition in the rendered output. It is a
+    warning: a custom resource of an operator the repository does not pin is legitimate, only unchecked (the
+    API server still validates it against the installed CRD); `--strict` makes it fail. A built-in kind whose
+    API version is removed is reported by removed-api instead, as an error.""",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import fsx
 from ..model import Scope, mapping, plural, quantity, sequence
 from .registry import Finding, category
@@ -175,19 +177,32 @@ def fsx_s3_link_invalid(scope: Scope):
             yield Finding(storage_class, message, ("parameters", key))
 
 
-def _gib(value) -> float | None:
-    size = quantity(value)
-    return None if size is None else size / 2**30
+def provisioned_gib(size_bytes: int, deployment: str, storage_type: str, throughput: int | None) -> int:
+    """The capacity the FSx CSI driver creates for a claim of `size_bytes`: it rounds up to a size FSx
+    accepts and refuses none (aws-fsx-csi-driver pkg/util/util.go RoundUpVolumeSize, the driver of Helm
+    chart 1.17.0: HDD in units of 6000 GiB at 12 MB/s/TiB, else 1800; SCRATCH_1 in units of 1200 GiB below
+    3600, then 3600; every other SSD type in units of 1200 GiB below 2400, then 2400)."""
+
+    def units_of(gib: int) -> int:
+        return -(-size_bytes // (gib * 2**30)) * gib  # ceiling division
+
+    if storage_type == "HDD":
+        return units_of(6000 if throughput == 12 else 1800)
+    if deployment == "SCRATCH_1":
+        return units_of(1200) if size_bytes < 3600 * 2**30 else units_of(3600)
+    return units_of(1200) if size_bytes < 2400 * 2**30 else units_of(2400)
 
 
 @rule(
     "fsx-capacity-invalid",
     "error",
-    description="The claim's size is not a capacity FSx creates for its deployment type",
+    description="A claim's size is missing, or not a capacity FSx creates for its deployment type",
     remediation="Request an exact FSx size: 1200Gi, 2400Gi or a multiple of 3600Gi for SCRATCH_1; 1200Gi or a "
     "multiple of 2400Gi for SCRATCH_2 and PERSISTENT; multiples of 6000Gi or 1800Gi for HDD.",
     docs="""The CSI driver rounds a claim up to the next size FSx accepts, so 1000Gi silently buys (and bills)
-      1200 GiB and 3000Gi buys 4800 GiB. Asking for the exact size keeps the cost visible in review.""",
+      1200 GiB and 3000Gi buys 4800 GiB. A size the driver rounds up is a warning that names the capacity it
+      will create (asking for that size keeps the cost visible in review); a claim without a size, or with
+      one that is not a quantity, is an error (the API server refuses it).""",
 )
 def fsx_capacity_invalid(scope: Scope):
     classes = {c.name: c for c in fsx_classes(scope)}
@@ -197,22 +212,27 @@ def fsx_capacity_invalid(scope: Scope):
             continue
         params = parameters(storage_class)
         requested = mapping(claim.doc, "spec", "resources", "requests").get("storage")
-        size = _gib(requested)
-        throughput = params.get("perUnitStorageThroughput", "")
+        path = ("spec", "resources", "requests", "storage")
         if requested is None:
             yield Finding(claim, "the claim requests no storage size", ("spec", "resources"))
             continue
-        if size is None or not size.is_integer():
-            error = f"{requested} is not a whole number of GiB"
-        else:
-            error = fsx.capacity_error(
-                _deployment_type(params),
-                int(size),
-                params.get("storageType", "SSD"),
-                int(throughput) if throughput.isdigit() else None,
+        size = quantity(requested)
+        if size is None or size <= 0:
+            yield Finding(claim, f"storage {requested} is not a positive size", path)
+            continue
+        throughput = params.get("perUnitStorageThroughput", "")
+        deployment, storage_type = _deployment_type(params), params.get("storageType", "SSD")
+        created = provisioned_gib(
+            math.ceil(size), deployment, storage_type, int(throughput) if throughput.isdigit() else None
+        )
+        if created * 2**30 != size:
+            yield Finding(
+                claim,
+                f"storage {requested}: the FSx CSI driver rounds it up and creates (and bills) {created} GiB "
+                f"for {deployment if storage_type != 'HDD' else 'HDD'}",
+                path,
+                severity="warning",
             )
-        if error:
-            yield Finding(claim, f"storage {requested}: {error}", ("spec", "resources", "requests", "storage"))
 
 
 def _mounting_pods(scope: Scope):
@@ -295,3 +315,26 @@ def fsx_reclaim_delete_in_production(scope: Scope):
                 "deletes its file system",
                 ("reclaimPolicy",) if "reclaimPolicy" in storage_class.doc else (),
             )
+
+
+@rule(
+    "reclaim-policy-recycle",
+    "error",
+    description="A PersistentVolume or StorageClass uses the Recycle reclaim policy",
+    remediation="Use Retain (keep the volume and its data after the claim goes) or Delete.",
+    docs="""Recycle (scrub the volume with `rm -rf` and offer it again) is deprecated and only ever worked for
+      NFS and hostPath volumes; CSI drivers, the FSx driver among them, do not implement it. The API server
+      refuses a StorageClass with it (storage validation accepts only Delete and Retain), and a
+      PersistentVolume with it fails its recycle and stays Failed once its claim is deleted. See
+      kubernetes.io/docs/concepts/storage/persistent-volumes/#recycle.""",
+)
+def reclaim_policy_recycle(scope: Scope):
+    for manifest, path in [
+        *((m, ("reclaimPolicy",)) for m in scope.of("StorageClass", "storage.k8s.io")),
+        *((m, ("spec", "persistentVolumeReclaimPolicy")) for m in scope.of("PersistentVolume", "")),
+    ]:
+        value = manifest.doc
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value == "Recycle":
+            yield Finding(manifest, f"{manifest.kind} {manifest.name} has reclaim policy Recycle", path)
