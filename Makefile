@@ -6,8 +6,13 @@ SCHEMAS ?= $(abspath ../shared/schemas)
 DEMO_DIR ?= demo
 # TensorFlow + Horovod for the trainer tests, kept outside the template folder so bakes stay small.
 TRAINER_VENV ?= $(abspath .venv-trainer)
+# The Flux CLI the render tests compare scripts/render with (`flux build kustomization`), built once into a
+# cache outside the repository (tools/build-flux.sh says why it is not a plain `go install`).
+FLUX_VERSION := v2.9.5
+TOOLS_CACHE ?= $(HOME)/.cache/gitops-template
+FLUX := $(TOOLS_CACHE)/flux-$(FLUX_VERSION)/flux
 
-.PHONY: help setup demo lint format test bench clean
+.PHONY: help setup flux demo lint format test bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
@@ -24,6 +29,11 @@ $(BIN)/.installed: requirements-dev.txt
 
 setup: $(BIN)/.installed
 
+flux: $(FLUX)
+
+$(FLUX):
+	tools/build-flux.sh $(FLUX_VERSION) $@
+
 demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
@@ -38,8 +48,8 @@ format: setup
 	$(RUFF) check --fix .
 	$(RUFF) format .
 
-test: lint
-	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+test: lint $(FLUX)
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
