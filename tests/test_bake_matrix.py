@@ -230,7 +230,9 @@ def test_fsx_storage(case, env):
 def test_flux_applies_infrastructure_then_training(case, env):
     bake, _ = case
     kustomizations = {k.name: k for k in bake.environments[env].kustomizations}
-    assert set(kustomizations) == {"infrastructure", "training"}
+    # flux-system: what `flux bootstrap --path=clusters/<env>` applies; here only the two Kustomizations.
+    assert set(kustomizations) == {"flux-system", "infrastructure", "training"}
+    assert kustomizations["flux-system"].objects == []
     infra = kustomizations["infrastructure"].manifest.doc["spec"]
     training = kustomizations["training"].manifest.doc["spec"]
     assert infra["wait"] is True and infra["prune"] is True
