@@ -42,7 +42,7 @@ def test_setup_then_render_both_environments(project):
     for env in ("dev", "prod"):
         for name in ("infrastructure", "training", "eksctl"):
             assert (project / "rendered" / env / f"{name}.yaml").stat().st_size > 0
-        assert f"{env}: infrastructure" in result.stdout
+        assert f"{env}: flux-system 0, infrastructure" in result.stdout  # the root sync applies only Kustomizations
 
 
 def test_lint_passes(project):
