@@ -164,7 +164,8 @@ def check_paths(workspace: Path) -> None:
                 _check_file(workspace, Path(current) / name)
 
 
-def _named_paths(doc: dict):
+def named_paths(doc: dict):
+    """(field, path) for every file or folder a kustomization file names."""
     for field in _PATH_LISTS:
         for value in doc.get(field) or []:
             if isinstance(value, str) and "\n" not in value:
@@ -199,7 +200,7 @@ def _check_file(workspace: Path, file: Path) -> None:
         return  # kustomize reports it
     if not isinstance(doc, dict):
         return
-    for field, value in _named_paths(doc):
+    for field, value in named_paths(doc):
         if _REMOTE.match(value):
             raise InputError(f"{where}: {field} {value!r} is a remote base; builds here are offline, vendor it")
         resolved = os.path.normpath(os.path.join(file.parent, value))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from .flux_build import named_paths
 from .kustomize import KUSTOMIZATION_FILES, command
 
 CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
@@ -35,20 +36,6 @@ CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
 _FORMAT = "1"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REMOTE_PREFIXES = ("github.com/", "git@", "gitlab.com/", "bitbucket.org/")
-# Fields of a kustomization that name files or folders, besides the generators' file lists.
-_PATH_LISTS = (
-    "resources",
-    "bases",
-    "components",
-    "patchesStrategicMerge",
-    "crds",
-    "configurations",
-    "generators",
-    "transformers",
-    "validators",
-)
-_PATH_ENTRIES = ("patches", "patchesJson6902", "replacements")
-_GENERATORS = ("configMapGenerator", "secretGenerator")
 _SKIPPED_FOLDERS = (".git", ".venv", "node_modules", "__pycache__")
 
 
@@ -76,28 +63,6 @@ def _config(folder: Path) -> dict | None:
     return None
 
 
-def _named_paths(config: dict) -> list[str]:
-    """Every file or folder a kustomization names (relative to its folder, as written)."""
-    named: list[str] = []
-    for key in _PATH_LISTS:
-        named += [entry for entry in config.get(key) or [] if isinstance(entry, str) and "\n" not in entry]
-    for key in _PATH_ENTRIES:
-        named += [str(e["path"]) for e in config.get(key) or [] if isinstance(e, dict) and e.get("path")]
-    for key in _GENERATORS:
-        for generator in config.get(key) or []:
-            if not isinstance(generator, dict):
-                continue
-            for entry in generator.get("files") or []:
-                named.append(str(entry).partition("=")[2] or str(entry))
-            named += [str(e) for e in generator.get("envs") or []]
-            if generator.get("env"):
-                named.append(str(generator["env"]))
-    openapi = config.get("openapi")
-    if isinstance(openapi, dict) and openapi.get("path"):
-        named.append(str(openapi["path"]))
-    return named
-
-
 def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
     if path in seen:
         return
@@ -118,7 +83,7 @@ def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
     if config.get("helmCharts") or config.get("helmChartInflationGenerator"):
         raise Unfollowable(f"{path}: Helm charts are fetched at build time")
     found.update(entry for entry in path.iterdir() if entry.is_file())
-    for named in _named_paths(config):
+    for _, named in named_paths(config):
         if "://" in named or named.startswith(_REMOTE_PREFIXES):
             raise Unfollowable(f"{path}: remote base {named}")
         _walk(Path(os.path.normpath(path / named)), found, seen)
