@@ -1513,6 +1513,22 @@ def values_that_only_look_like_placeholders(world):
     world.find("Secret", "wandb")["data"]["api-key"] = "ENC[AES256_GCM,data:a/xxxx+TODO,type:str]"
 
 
+@case("placeholder-value", PASS)
+def field_documentation_of_a_crd(world):
+    # As in Flux's gotk-components.yaml: the schema documents a format with angle-bracket words.
+    crd = _custom_resource_definition("example.com", "Widget", "widgets")
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["size"]["description"] = "In the form of '<algorithm>:<checksum>'."
+    world.add("infrastructure", crd)
+
+
+@case("placeholder-value", FAIL, ("CustomResourceDefinition/widgets.example.com", "metadata.labels.owner"))
+def placeholder_in_a_crd_outside_its_schema(world):
+    crd = _custom_resource_definition("example.com", "Widget", "widgets")
+    crd["metadata"]["labels"] = {"owner": "REPLACE-ME"}
+    world.add("infrastructure", crd)
+
+
 def _restricted_pods(world) -> None:
     """The training namespace enforces restricted, and both MPIJob pods meet it."""
     world.find("Namespace", "training")["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] = "restricted"

@@ -110,6 +110,30 @@ def test_validate_refuses_an_alias_bomb_in_one_line(repo, tmp_path):
     assert line == f"{bomb}: its aliases expand to more than 1,000,000 nodes (an alias bomb?); refused"
 
 
+def test_an_alias_bomb_in_an_overlay_is_refused_before_kustomize_reads_it(repo):
+    # kustomize expands aliases itself: given this file it grows to about 24 GB before failing.
+    training = repo / "overlays" / "prod" / "training"
+    (training / "lol.yaml").write_text(alias_bomb().replace("  name: lol", "  name: lol\n  namespace: training"))
+    kustomization = training / "kustomization.yaml"
+    kustomization.write_text(
+        kustomization.read_text().replace("  - ../settings.yaml\n", "  - ../settings.yaml\n  - lol.yaml\n")
+    )
+    assert "lol.yaml" in kustomization.read_text()
+    expected = (
+        "overlays/prod/training/lol.yaml: its aliases expand to more than 1,000,000 nodes (an alias bomb?); refused"
+    )
+    assert one_line(tool(repo, "render", "--env", "prod"), "render") == expected
+
+    # The other environment's diff is still shown; prod is reported broken, by that one line.
+    (repo / "overlays" / "dev" / "settings.yaml").write_text(
+        (repo / "overlays" / "dev" / "settings.yaml").read_text().replace("- us-west-2b\n", "- us-west-2c\n", 1)
+    )
+    result = tool(repo, "diff", "--base", "main", "--format", "json")
+    assert result.returncode == 2
+    assert [(env["name"], env["status"]) for env in json.loads(result.stdout)["environments"]] == [("dev", "changed")]
+    assert expected in result.stderr and "(environment prod; its diff is left out)" in result.stderr
+
+
 # --- kind: List ----------------------------------------------------------------------------------------------
 
 LIST = """---

@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import cli, flux_build
+from . import cli, flux_build, render_cache, yaml_limits
 from .errors import InputError
 from .kustomize import KUSTOMIZATION_FILES
 from .model import (
@@ -133,6 +133,20 @@ def render_repository(
     return environments
 
 
+def check_aliases(workspace, path: str) -> None:
+    """Refuse an alias bomb among the files a build reads, before kustomize expands it (it takes about
+    24 GB to fail on one): one line naming the file."""
+    try:
+        files = render_cache.inputs([workspace.path / path])
+    except render_cache.Unfollowable:
+        return  # refused elsewhere (a remote base) or read by a tool at build time (a Helm chart)
+    for file in files:
+        try:
+            yaml_limits.check_file(file)
+        except yaml_limits.AliasLimitError as error:
+            raise InputError(f"{file.relative_to(workspace.path)}: {error}") from None
+
+
 def has_kustomization(workspace, path: str) -> bool:
     return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
 
@@ -156,6 +170,7 @@ def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
                 f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
                 f"points at {path!r}, which does not exist"
             )
+        check_aliases(workspace, path)
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None
         objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)

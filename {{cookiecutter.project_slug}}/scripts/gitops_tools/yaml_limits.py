@@ -99,3 +99,20 @@ def load(text: str):
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def check_file(path) -> None:
+    """Refuse a file whose YAML aliases expand past the limit, before a tool that expands them (kustomize)
+    reads it. What does not parse as YAML (or is not text) is left to that tool to report."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return
+    if "*" not in text:
+        return
+    try:
+        compose_all(text)
+    except AliasLimitError:
+        raise
+    except yaml.YAMLError:
+        return

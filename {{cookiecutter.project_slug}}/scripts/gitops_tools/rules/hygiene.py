@@ -170,12 +170,13 @@ def hpa_on_gpu(scope: Scope):
       Recognised as whole tokens only: REPLACE-ME and CHANGE-ME (any case, with `-`, `_` or nothing),
       PLACEHOLDER or PLACEHOLDER_<WHAT>, an angle-bracket token such as `<account-id>`, four or more x
       (`arn:aws:iam::xxxxxxxxxxxx:role/x`), and upper-case TODO, FIXME or TBD; `boxxx`, `todo-app` or `v1.2`
-      are not placeholders. It is a warning; `--strict` makes it fail.""",
+      are not placeholders, and neither is the field documentation of a CustomResourceDefinition's schema.
+      It is a warning; `--strict` makes it fail.""",
 )
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
         for path, value in strings(manifest.doc):
-            if value.startswith("ENC[") or _encoded(manifest, path):
+            if value.startswith("ENC[") or _encoded(manifest, path) or _schema_text(manifest, path):
                 continue  # SOPS ciphertext and base64 data: their letters are not words
             found = _PLACEHOLDER.search(value)
             if not found:
@@ -183,6 +184,12 @@ def placeholder_value(scope: Scope):
             yield Finding(
                 manifest, f"{'.'.join(map(str, path))} is {_shown(value)} (placeholder {found.group(0)!r})", path
             )
+
+
+def _schema_text(manifest, path: tuple) -> bool:
+    """Inside a CRD's schema: field documentation such as Flux's "in the form of '<algorithm>:<checksum>'"
+    (gotk-components.yaml), never a value anything is configured with."""
+    return manifest.kind == "CustomResourceDefinition" and path[:1] == ("spec",) and "schema" in path
 
 
 def _encoded(manifest, path: tuple) -> bool:
