@@ -108,7 +108,7 @@ def test_a_backdoor_in_clusters_env_shows_in_the_diff(repo):
 
     assert result.code == 0, result.err
     prod = environments(result)["prod"]
-    assert prod["counts"] == {"added": 1, "changed": 0, "removed": 0}, result.err
+    assert prod["counts"] == {"added": 1, "changed": 0, "moved": 0, "removed": 0}, result.err
     assert list(objects(prod)) == ["ClusterRoleBinding backdoor"]
     assert environments(result)["dev"]["status"] == "unchanged"
 
