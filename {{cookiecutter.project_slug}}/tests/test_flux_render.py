@@ -149,7 +149,9 @@ def test_target_namespace_moves_every_object_and_the_diff_shows_it(repo):
     assert result.code == 0, result.err
     assert job.namespace == "ml"
     changed = objects(environments(result)["prod"])
-    assert "MPIJob ml/horovod-train" in changed and MPIJOB in changed
+    # One entry: a move from training to ml, not a removal and an addition (diff/pairing.py).
+    assert changed["MPIJob ml/horovod-train"]["status"] == "moved" and MPIJOB not in changed
+    assert changed["MPIJob ml/horovod-train"]["namespace_move"] == {"from": "training", "to": "ml"}
 
 
 def test_flux_patches_scale_the_workers(repo):
