@@ -185,7 +185,10 @@ def test_a_moved_object_its_owner_does_not_prune_stays_in_the_old_namespace():
     report = build_report(SIDE, [environment(objects, prune=False)], SIDE, [environment(renamed(objects), prune=False)])
     [(_, notice)] = report.notices
     assert (notice.id, notice.resource) == ("left-on-cluster", "Kustomization training")
-    assert notice.message.startswith("2 removed objects stay on the cluster")
+    assert notice.message == (
+        "2 removed objects stay on the cluster (1 of them moved to another namespace, where a new copy is "
+        "created): Flux Kustomization `training` does not prune."
+    )
 
 
 # --- an environment that does not render --------------------------------------------------------------------

@@ -90,7 +90,7 @@ LEFT_ON_CLUSTER = notice_kind(
     description="Objects leave Git but Flux does not delete them",
     docs="""Their Flux Kustomization does not prune, or the object carries `kustomize.toolkit.fluxcd.io/prune:
     disabled` (or `reconcile: disabled`). Nothing is deleted; delete the objects by hand if they should
-    go.""",
+    go. An object that moves to another namespace leaves its old copy behind the same way.""",
 )
 
 
@@ -205,8 +205,8 @@ def moved(change: ObjectChange, context: Context) -> list[Notice]:
 
 def orphans(context: Context) -> list[Notice]:
     """Removed objects Flux does not delete stay on the cluster: one notice per owner that does
-    not prune, one per object that opts out of pruning."""
-    left: dict[str, int] = {}
+    not prune, one per object that opts out of pruning. A moved object's old copy counts."""
+    left: dict[str, list[ObjectChange]] = {}
     kept = []
     for change in context.changes:
         if change.status not in (REMOVED, MOVED):  # a moved object leaves its old namespace
@@ -215,7 +215,7 @@ def orphans(context: Context) -> list[Notice]:
         if owner is None:
             continue
         if not prunes(owner):
-            left[owner.name] = left.get(owner.name, 0) + 1
+            left.setdefault(owner.name, []).append(change)
         elif setting := kept_on_removal(change.before):
             kept.append(
                 LEFT_ON_CLUSTER.notice(
@@ -227,8 +227,15 @@ def orphans(context: Context) -> list[Notice]:
     return [
         LEFT_ON_CLUSTER.notice(
             f"Kustomization {name}",
-            f"{count} removed object{'s stay' if count != 1 else ' stays'} on the cluster: Flux "
-            f"Kustomization `{name}` does not prune.",
+            f"{len(changes)} removed object{'s stay' if len(changes) != 1 else ' stays'} on the cluster"
+            f"{_moved_copies(changes)}: Flux Kustomization `{name}` does not prune.",
         )
-        for name, count in left.items()
+        for name, changes in left.items()
     ] + kept
+
+
+def _moved_copies(changes: list[ObjectChange]) -> str:
+    moved = sum(1 for change in changes if change.status == MOVED)
+    if not moved:
+        return ""
+    return f" ({moved} of them moved to another namespace, where a new copy is created)"
