@@ -326,6 +326,28 @@ def test_an_environment_that_does_not_render_leaves_the_others_shown(repo):
     assert result.stderr.startswith("diff: HEAD (") and "(environment dev; its diff is left out)" in result.stderr
 
 
+def test_the_comment_and_the_text_name_the_broken_environment_first_escaped(repo, tmp_path):
+    kustomization = repo / "overlays" / "dev" / "training" / "kustomization.yaml"
+    config = yaml.safe_load(kustomization.read_text())
+    config["resources"].append("x`</details><b>y.yaml")  # a name that would end the comment's HTML
+    kustomization.write_text(yaml.safe_dump(config, sort_keys=False))
+    comment = tmp_path / "comment.md"
+
+    result = tool(repo, "diff", "--base", "main", "--markdown-output", str(comment))
+
+    assert result.returncode == 2, result.stderr
+    [line] = [e for e in result.stderr.splitlines() if "does not render" in e]
+    error = line.removeprefix("diff: ")
+    assert "x`</details><b>y.yaml" in error and str(repo) not in error
+    body = comment.read_text()
+    assert body.index("### 🛑 Not rendered") < body.index("No changes in the environments that render.")
+    [item] = [e for e in body.splitlines() if e.startswith("- **dev**: ")]
+    assert item == f"- **dev**: ``{error}``"  # one backtick inside, so a two-backtick span: all of it is text
+    assert "No changes in the rendered manifests." not in body + result.stdout
+    text = result.stdout
+    assert text.index(f"  ERROR dev: {error}") < text.index("No changes in the environments that render.")
+
+
 def test_a_diff_of_only_the_broken_environment_is_one_error(repo):
     break_dev_and_change_prod(repo)
     result = tool(repo, "diff", "--base", "main", "--env", "dev")
