@@ -605,6 +605,16 @@ def plugin_named_unlike_eksctl(world):
     world.daemonset("nvidia")["metadata"]["name"] = "gpu-plugin"
 
 
+@case(
+    "device-plugin-duplicate",
+    FAIL,
+    ("DaemonSet/kube-system/aws-efa-k8s-device-plugin-daemonset", "metadata.name"),
+)
+def efa_plugin_named_as_before_eksctl_0_230(world):
+    # The template's old name: eksctl (v0.230.0) keeps its own aws-efa-k8s-device-plugin beside it.
+    world.daemonset("aws-efa")["metadata"]["name"] = "aws-efa-k8s-device-plugin-daemonset"
+
+
 @case("device-plugin-duplicate", PASS)
 def plugins_named_like_eksctl(world):
     pass
