@@ -240,7 +240,7 @@ def notes(env: str, kustomizations: list[FluxKustomization]) -> list[str]:
         names = sorted({text for _, _, text in record.left})
         sources = "; ".join(f"{u.source} {u.why}" for u in record.unresolved)
         lines.append(
-            f"{env}: Flux Kustomization {kustomization.name}: {', '.join(names)} left as written "
-            f"(substituted on the cluster from {sources})"
+            f"{env}: Flux Kustomization {kustomization.name}: {', '.join(names)} left as written, "
+            f"only the cluster has their values ({sources})"
         )
     return lines
