@@ -14,7 +14,9 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
+from conftest import REPO  # noqa: E402
 from diff_fixtures import GitRepo  # noqa: E402
+
 from gitops_tools import render  # noqa: E402
 from gitops_tools.model import envsubst  # noqa: E402
 from gitops_tools.validate import __main__ as validate  # noqa: E402
@@ -200,8 +202,6 @@ def test_cluster_settings_and_sources_outside_the_repository_are_left_as_written
 
 def shutil_copy_settings(root: Path) -> None:
     """What validate reads besides clusters/ and overlays/ (the diff fixture copies only those)."""
-    from conftest import REPO
-
     for name in ("platform.yaml", ".yamllint"):
         (root / name).write_text((REPO / name).read_text())
 
