@@ -9,6 +9,7 @@ own `make test` sets it, so there they always run).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -153,7 +154,7 @@ spec:
       containers:
         - name: main
           image: busybox:1.36
-          args: ["--workers=${WORKERS}", "${WORKERS}", "${ENABLED}"]
+          args: ["--workers=${WORKERS}", "${WORKERS}", "${ENABLED}", "${SCALE}", "${FLAG}", "${DAY}", "${OCTAL}"]
 """
 
 
@@ -166,15 +167,20 @@ def test_post_build_substitution_renders_as_flux_builds_it(repo_copy):
     entry = repo_copy / "clusters/dev/training.yaml"
     doc = yaml.safe_load(entry.read_text())
     values = {"RUN_NAME": "nightly", "WORKERS": "3", "ENABLED": "true", "QUOTE": 'say "hi" \\ now'}
-    doc["spec"]["postBuild"] = {"substitute": values}
-    entry.write_text(yaml.safe_dump(doc, sort_keys=False))
+    # read back as Go's YAML reads them, not as PyYAML would: 1e3 a number, y a boolean, a date a string
+    values |= {"SCALE": "1e3", "FLAG": "y", "DAY": "2024-01-01", "OCTAL": "010"}
+    # spec.postBuild last, every value double-quoted so that the Flux CLI reads each as a string
+    quoted = "".join(f"      {key}: {json.dumps(value)}\n" for key, value in values.items())
+    entry.write_text(yaml.safe_dump(doc, sort_keys=False) + "  postBuild:\n    substitute:\n" + quoted)
     training = kustomizations(repo_copy, "dev")["training"]
     expected = flux_build(repo_copy, training)
     assert ours(training) == expected
     # and the substitution did happen: a number, a boolean, an escape, a disabled object
     deployment = expected[("apps/v1", "Deployment", "training", "substituted")]
     assert deployment["spec"]["replicas"] == 3
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["args"] == ["--workers=3", 3, True]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "--workers=3", 3, True, 1000, True, "2024-01-01", 8
+    ]  # fmt: skip
     data = expected[("v1", "ConfigMap", "training", "substituted")]["data"]
     assert (data["escaped"], data["upper"], data["defaulted"]) == ("${RUN_NAME} $nightly", "NIGHTLY", "ten")
     assert expected[("v1", "ConfigMap", "training", "left-alone")]["data"]["script"] == "echo ${RUN_NAME} $${HOME}"

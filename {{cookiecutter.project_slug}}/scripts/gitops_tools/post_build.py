@@ -57,8 +57,62 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+# How sigs.k8s.io/yaml (go-yaml v2, resolve.go) reads a plain scalar, which is how Flux reads the
+# substituted text back (YAMLToJSON), where it differs from PyYAML's YAML 1.1: `y`/`n` are booleans,
+# `1e3` is a number, `12:30` and dates stay strings. A whole float becomes an integer through JSON.
+_GO_BOOLEANS = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+_GO_NULLS = ("", "~", "null", "Null", "NULL")
+_GO_SPECIAL_FLOATS = {".nan": "nan", ".inf": "inf", "+.inf": "inf", "-.inf": "-inf"}
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)")
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ].*)?")
+
+
+def go_scalar(text: str):
+    """A plain YAML scalar as Flux reads it back after substitution."""
+    if text in _GO_BOOLEANS:
+        return _GO_BOOLEANS[text]
+    if text in _GO_NULLS:
+        return None
+    if text.lower() in _GO_SPECIAL_FLOATS:
+        return float(_GO_SPECIAL_FLOATS[text.lower()])
+    if not text or text[0] not in "+-.0123456789" or _GO_TIMESTAMP.fullmatch(text):
+        return text
+    plain = text if text[0] == "." else text.replace("_", "")
+    number = _GO_INT.fullmatch(plain)
+    if number:
+        sign, body = -1 if number.group(1) == "-" else 1, number.group(2)
+        if body[:2].lower() in ("0x", "0o", "0b"):
+            return sign * int(body, 0)
+        return sign * int(body, 8 if body.startswith("0") and len(body) > 1 else 10)
+    if _GO_FLOAT.fullmatch(plain):
+        value = float(plain)
+        return int(value) if value.is_integer() else value
+    return text
+
+
+class _GoLoader(yaml_limits.LOADER):
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and implicit[0]:
+            return "tag:gitops-tools:go-plain"
+        return super().resolve(kind, value, implicit)
+
+
+_GoLoader.add_constructor("tag:gitops-tools:go-plain", lambda loader, node: go_scalar(node.value))
+
+
 def _string(dumper, value: str):
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    """A string that Go would read as something else (`y`, `1e3`) is quoted, as kustomize's writer
+    (yaml.v3) quotes it; `${N}` stays plain, so that what it becomes is read as Flux reads it."""
+    if "\n" in value:
+        style = "|"
+    else:
+        read = go_scalar(value)
+        style = None if isinstance(read, str) and read == value else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
 _Dumper.add_representer(str, _string)
@@ -221,7 +275,7 @@ def _substitute_object(manifest: Manifest, lookup, record: Substitution) -> None
         record.errors.append((manifest, (), f"envsubst cannot parse the object: {error}"))
         return
     try:
-        doc = yaml_limits.load(text)
+        doc = yaml_limits.load(text, _GoLoader)
     except yaml.YAMLError:
         # The message never repeats the text: it may hold a Secret's value.
         record.errors.append((manifest, (), "the object is not valid YAML once substituted (a value with ': ')"))
