@@ -8,6 +8,12 @@ and offsets (`${#X}`, `${X:1:2}`) count characters, not UTF-8 bytes; a negative 
 back from the end as in envsubst v1.7.1 (v1.7.0 panics there); `${X#pattern}` matches with Go's
 envsubst's path.Match rules translated to a regular expression.
 
+The Flux CLI v2.9.5 that tests/test_flux_cli.py compares with pins kustomize v1.35.6 (the same
+kustomize_varsub.go) and envsubst v1.7.1 (only the negative substring length differs). Its
+`flux build kustomization --dry-run` reads no substituteFrom source (internal/build/build.go passes
+SubstituteWithDryRun; kustomize_varsub.go skips LoadVariables) and substitutes leniently unless
+--strict-substitute is given.
+
 `evaluate` takes a lookup that returns None for a variable it cannot know offline: that reference is
 written back as it stands instead of being evaluated.
 """
