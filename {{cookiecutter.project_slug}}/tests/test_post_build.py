@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits n
 from conftest import REPO  # noqa: E402
 from diff_fixtures import GitRepo  # noqa: E402
 
-from gitops_tools import render  # noqa: E402
-from gitops_tools.model import envsubst  # noqa: E402
+from gitops_tools import post_build, render  # noqa: E402
+from gitops_tools.model import FluxKustomization, Manifest, envsubst  # noqa: E402
 from gitops_tools.validate import __main__ as validate  # noqa: E402
 
 # Values that come from the Secret: none of them may appear in any output of validate or diff.
@@ -244,6 +244,22 @@ def test_a_secret_value_never_appears_in_validate(repo, monkeypatch, capsys, fmt
     assert "image ***/probe is untagged" in out  # image-tag-latest repeats the image: masked
     for value in SECRET_VALUES:
         assert value not in out + err
+
+
+def test_what_the_build_returned_is_left_unchanged():
+    """A build cache may hold the objects a build returned: substitution makes new ones."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"n": "${N}"}}
+    entry = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"postBuild": {"substitute": {"N": "3"}}},
+    }
+    built = [Manifest(config, "apps")]
+    kustomization = FluxKustomization(Manifest(entry, "clusters/dev/apps.yaml"), "apps", objects=built)
+    post_build.substitute_environment([kustomization])
+    assert kustomization.objects[0].doc["data"] == {"n": 3}
+    assert built[0].doc["data"] == {"n": "${N}"} and kustomization.objects is not built
 
 
 # Flux's own cases (fluxcd/pkg envsubst v1.7.0, eval_test.go TestExpand), and what its parser refuses.

@@ -126,8 +126,9 @@ class World:
                 rendered=name not in self.unrendered,
             )
             kustomizations.append(kustomization)
-            objects += [kustomization.manifest, *kustomization.objects]
         post_build.substitute_environment(kustomizations)  # as render_repository does
+        for kustomization in kustomizations:
+            objects += [kustomization.manifest, *kustomization.objects]
         cluster = Manifest(self.cluster, f"overlays/{self.env}/eksctl", self.env, "eksctl") if self.cluster else None
         scope = Scope(self.env, objects, cluster, kustomizations if self.flux else [], complete=self.complete)
         scope.kubernetes_version, _ = kubernetes_version_of(cluster, None)

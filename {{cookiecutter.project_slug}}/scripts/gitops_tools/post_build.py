@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import re
 
 import yaml
@@ -125,12 +126,12 @@ def _text(doc: dict) -> str:
 def substitute_environment(kustomizations: list[FluxKustomization]) -> None:
     """Substitute, in place, in what every Flux Kustomization with spec.postBuild applies. A source
     another Kustomization applies is read as that one substituted it (as the cluster holds it)."""
-    owners: dict[tuple, tuple[Manifest, FluxKustomization]] = {}
+    owners: dict[tuple, tuple[int, FluxKustomization]] = {}  # where each ConfigMap and Secret is
     for kustomization in kustomizations:
-        for manifest in kustomization.objects:
+        for index, manifest in enumerate(kustomization.objects):
             if manifest.kind in _SOURCE_KINDS and manifest.api_version == "v1":
                 key = (manifest.kind, manifest.namespace or "default", manifest.name)
-                owners.setdefault(key, (manifest, kustomization))
+                owners.setdefault(key, (index, kustomization))
     started: set[int] = set()
 
     def run(kustomization: FluxKustomization) -> None:
@@ -146,7 +147,7 @@ def substitute_environment(kustomizations: list[FluxKustomization]) -> None:
         if found is None:
             return None
         run(found[1])
-        return found[0]
+        return found[1].objects[found[0]]
 
     for kustomization in kustomizations:
         run(kustomization)
@@ -241,16 +242,19 @@ def _substitute(kustomization: FluxKustomization, post: dict, source) -> Substit
             return "", ""
         return None, "unset"  # strict substitution: Flux fails the Kustomization
 
-    for manifest in kustomization.objects:
-        if not substitution_disabled(manifest.doc):
-            _substitute_object(manifest, lookup, record)
+    # New objects in a new list: what the build returned (a cache may hold it) stays as it was.
+    kustomization.objects = [
+        manifest if substitution_disabled(manifest.doc) else _substitute_object(manifest, lookup, record)
+        for manifest in kustomization.objects
+    ]
     return record
 
 
-def _substitute_object(manifest: Manifest, lookup, record: Substitution) -> None:
+def _substitute_object(manifest: Manifest, lookup, record: Substitution) -> Manifest:
+    """The object as Flux substitutes it (itself where nothing changes or Flux would fail)."""
     texts = [(path, text) for path, text in strings(manifest.doc, keys=True) if "${" in text or "$$" in text]
     if not texts:
-        return
+        return manifest
     failed = False
     for path, text in texts:  # each string alone: where each reference is, and what it becomes
         try:
@@ -268,20 +272,21 @@ def _substitute_object(manifest: Manifest, lookup, record: Substitution) -> None
 
         evaluate(nodes, observe)
     if failed:
-        return  # Flux fails the Kustomization; the object is left as written
+        return manifest  # Flux fails the Kustomization; the object is left as written
     try:
         text = evaluate(parse(_text(manifest.doc)), lambda node: lookup(node)[0])
     except EnvsubstError as error:
         record.errors.append((manifest, (), f"envsubst cannot parse the object: {error}"))
-        return
+        return manifest
     try:
         doc = yaml_limits.load(text, _GoLoader)
     except yaml.YAMLError:
         # The message never repeats the text: it may hold a Secret's value.
         record.errors.append((manifest, (), "the object is not valid YAML once substituted (a value with ': ')"))
-        return
+        return manifest
     if isinstance(doc, dict):
-        manifest.doc = doc
+        return dataclasses.replace(manifest, doc=doc)
+    return manifest
 
 
 def notes(env: str, kustomizations: list[FluxKustomization]) -> list[str]:
