@@ -124,8 +124,9 @@ def _text(doc: dict) -> str:
 
 
 def substitute_environment(kustomizations: list[FluxKustomization]) -> None:
-    """Substitute, in place, in what every Flux Kustomization with spec.postBuild applies. A source
-    another Kustomization applies is read as that one substituted it (as the cluster holds it)."""
+    """Give every Flux Kustomization with spec.postBuild its objects as Flux substitutes them (new
+    objects, in a new list) and its `substitution` record. A source another Kustomization applies is
+    read as that one substituted it (as the cluster holds it)."""
     owners: dict[tuple, tuple[int, FluxKustomization]] = {}  # where each ConfigMap and Secret is
     for kustomization in kustomizations:
         for index, manifest in enumerate(kustomization.objects):
