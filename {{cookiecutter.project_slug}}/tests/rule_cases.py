@@ -1435,6 +1435,21 @@ def shell_variables_escaped_defaulted_or_disabled(world):
     ]
     world.storage_class["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
     world.storage_class["parameters"]["subnetId"] = "${SUBNET_OF_ANOTHER_TOOL}"
+    world.storage_class["parameters"]["securityGroupIds"] = "sg-0123456789abcdef0"
+
+
+@case("flux-variable-unset", FAIL, (FSX_CLASS, "parameters.securityGroupIds"), (FSX_CLASS, "parameters.subnetId"))
+def cluster_variables_where_substitution_is_disabled(world):
+    world.storage_class["metadata"]["labels"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
+
+
+@case("flux-variable-unset", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
+def defaulted_variable_where_post_build_gives_no_variable(world):
+    world.kustomization("training")["spec"]["postBuild"] = {
+        "substituteFrom": [{"kind": "ConfigMap", "name": "optional-values", "optional": True}]
+    }
+    world.container("Launcher")["command"] = ["/bin/sh", "-c"]
+    world.container("Launcher")["args"] = ["mpirun -np ${NP:=16} python -m horovod_trainer.train"]
 
 
 @case("flux-variable-unset", PASS)
@@ -1464,6 +1479,17 @@ def substitution_source_applied_by_the_same_kustomization(world):
     )
     world.add("infrastructure", _config_map("fsx-values", {"FSX_SUBNET": "subnet-0a1b2c3d4e5f60718"}))
     world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+
+
+@case("flux-substitution-invalid", FAIL, (FLUX_INFRASTRUCTURE, "spec.postBuild.substitute.fsx.subnet"))
+def variable_name_flux_refuses(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substitute"] = {"fsx.subnet": "subnet-0a1b2c3d"}
+
+
+@case("flux-substitution-invalid", FAIL, (FSX_CLASS, ""))
+def value_that_breaks_the_yaml(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substitute"] = {"SUBNET_NOTE": "zone: a"}
+    world.storage_class["parameters"]["subnetNote"] = "${SUBNET_NOTE}"
 
 
 @case("flux-substitution-invalid", PASS)

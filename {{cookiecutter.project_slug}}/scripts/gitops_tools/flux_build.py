@@ -16,7 +16,8 @@ apply), with fluxcd/pkg kustomize v1.35.4 (kustomize/kustomize_generator.go), an
 - spec.commonMetadata labels and annotations are set on every object after the build (apply,
   ssautil.SetCommonMetadata). Here: the same, on the parsed objects.
 
-postBuild substitution is not applied here (rules/flux.py checks its variables).
+spec.postBuild variable substitution runs after this, once every Kustomization of an environment is
+built (post_build.py: a substituteFrom source may be an object another Kustomization applies).
 """
 
 from __future__ import annotations

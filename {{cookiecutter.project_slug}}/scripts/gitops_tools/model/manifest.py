@@ -14,6 +14,7 @@ import yaml
 from .. import yaml_limits
 from ..errors import InputError
 from .kinds import LOCAL_CONFIG_ANNOTATION
+from .substitution import Substitution
 
 
 @dataclass
@@ -81,6 +82,8 @@ class FluxKustomization:
     depends_on: list[str] = field(default_factory=list)
     objects: list[Manifest] = field(default_factory=list)
     rendered: bool = True  # False when spec.path does not exist (render's skip_missing)
+    # What Flux's post-build substitution did to `objects` (post_build.py); None without spec.postBuild.
+    substitution: Substitution | None = None
 
     @property
     def name(self) -> str:
