@@ -21,16 +21,18 @@ postBuild substitution is not applied here (rules/flux.py checks its variables).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import yaml
 
-from . import kustomize
+from . import kustomize, render_cache
 from .errors import InputError
 from .model import Manifest, parse_stream
 
@@ -312,44 +314,89 @@ def build(workspace: Workspace, rel_path: str, spec: dict, env: str, source: str
 
     A folder without a kustomization file gets the generated one in a new folder of the workspace (its
     paths lead back to the folder, so nothing is changed in place); one whose own kustomization file
-    Flux rewrites is built in a private copy of the workspace, as other builds may read that file."""
+    Flux rewrites is built in a private copy of the workspace, as other builds may read that file.
+    kustomize's output is kept by a hash of what the build reads (render_cache), so a build whose
+    inputs did not change since an earlier one, in this run or a cached one, is not run again."""
     shared = workspace.path / rel_path
-    private, generated, origins = None, None, ""
+    transforms = _transforms(spec)
+    generated, origins = None, ""
+    private: list[Workspace] = []
     try:
         if not kustomize.has_kustomization(shared):
             generated = Path(tempfile.mkdtemp(prefix=".flux-generated-", dir=workspace.path))
             listed, plain = _generated(shared, generated)
-            if plain is not None and not _transforms(spec):
+            if plain is not None and not transforms:
                 objects = _as_listed(plain, workspace.path, env, source)
                 if objects is not None:
                     _common_metadata(objects, spec.get("commonMetadata"))
                     return objects
             doc = _with_transforms(listed, spec)
             (generated / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-            folder = generated
             origins = generated.name if "resources" in doc else ""
-        elif _transforms(spec):
-            private = workspace.fork()
-            folder = private.path / rel_path
-            existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
-            doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
-            existing.unlink()
-            existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+            run = partial(kustomize.build, generated)
+            mode = "generated"
+        elif transforms:
+            run = partial(_build_rewritten, workspace, rel_path, spec, private)
+            mode = "rewritten"
         else:
-            folder = shared
-        objects = parse_stream(kustomize.build(folder), rel_path or ".", env=env, source=source)
+            run = partial(kustomize.build, shared)
+            mode = "as-is"
+        text = _cached(workspace, shared, mode, transforms, partial(_relative_errors, run, workspace, private))
+        objects = parse_stream(text, rel_path or ".", env=env, source=source)
     except InputError as error:
-        message = str(error).replace(str(private.path if private else workspace.path) + "/", "")
+        message = str(error).replace(str(private[0].path if private else workspace.path) + "/", "")
         raise InputError(message) from None
     finally:
-        if private:
-            private.close()
+        for copy in private:
+            copy.close()
         if generated:
             shutil.rmtree(generated, ignore_errors=True)
     if origins:
         _take_origins(objects, origins)
     _common_metadata(objects, spec.get("commonMetadata"))
     return objects
+
+
+def _relative_errors(run, workspace: Workspace, private: list) -> str:
+    """Run a build; its error names files relative to the repository (a build another render waits
+    for, in the cache, reports to it too)."""
+    try:
+        return run()
+    except InputError as error:
+        message = str(error)
+        for copy in (*private, workspace):
+            message = message.replace(str(copy.path) + "/", "")
+        raise InputError(message) from None
+
+
+def _build_rewritten(workspace: Workspace, rel_path: str, spec: dict, private: list) -> str:
+    """Build `rel_path` with Flux's rewrite of its kustomization file, in a private copy of the workspace."""
+    copy = workspace.fork()
+    private.append(copy)
+    folder = copy.path / rel_path
+    existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
+    doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
+    existing.unlink()
+    existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return kustomize.build(folder)
+
+
+def _cached(workspace: Workspace, folder: Path, mode: str, transforms: dict, run) -> str:
+    """kustomize's output for `folder`, from the render cache when its inputs were built before.
+
+    The key: every file the build reads, named relative to the workspace (so a base checkout and the
+    working tree share entries), how Flux changes the build (`mode`, its transforms and the components
+    they add, read from the folder and, for a generated kustomization, from the repository root), and
+    the kustomize binary with its flags."""
+    cache = render_cache.shared()
+    if cache is None:
+        return run()
+    folders = [folder]
+    for component in transforms.get("components") or []:
+        if isinstance(component, str):
+            folders += [folder / component, workspace.path / component]
+    extra = json.dumps({"mode": mode, "transforms": transforms}, sort_keys=True, default=str)
+    return cache.get_or_build(render_cache.fingerprint(workspace.path, folders, extra), run)
 
 
 def _take_origins(objects: list[Manifest], rel_path: str) -> None:
