@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import threading
 from concurrent.futures import Future
+from contextlib import suppress
 from pathlib import Path
 
 import yaml
@@ -308,9 +309,12 @@ class BuildCache:
         if not newline or header != _header(body):
             return None  # damaged or from another format: built again and replaced
         try:
-            return body.decode()
+            text = body.decode()
         except UnicodeDecodeError:
             return None
+        with suppress(OSError):
+            os.utime(self._path(key))  # read now: CI drops entries no run has read for a while
+        return text
 
     def _write(self, key: str, text: str) -> None:
         if not self.disk:
