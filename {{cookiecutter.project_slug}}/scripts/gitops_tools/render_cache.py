@@ -36,7 +36,7 @@ CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
 # Values of GITOPS_RENDER_CACHE that turn caching off: every build runs kustomize, every diff renders all.
 _OFF = ("off", "0", "false", "no")
 # Bump when what is cached changes shape, so older entries are never read.
-_FORMAT = "1"
+_FORMAT = "2"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REMOTE_PREFIXES = ("github.com/", "git@", "gitlab.com/", "bitbucket.org/")
 _SKIPPED_FOLDERS = (".git", ".venv", "node_modules", "__pycache__")
