@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
 from diff_fixtures import GitRepo, environments  # noqa: E402
@@ -193,7 +194,9 @@ def test_a_damaged_or_half_written_entry_is_never_read(repo_copy, render_cache_d
     assert len(entries) == BUILDS
     half = entries[0].read_bytes()
     entries[0].write_bytes(half[: len(half) // 2])  # cut short
-    entries[1].write_bytes(entries[1].read_bytes().replace(b"kind:", b"kinb:", 1))  # changed in place
+    changed = entries[1].read_bytes().replace(b'"kind"', b'"kinb"', 1)
+    assert changed != entries[1].read_bytes()
+    entries[1].write_bytes(changed)  # changed in place
     entries[2].write_bytes(b"")
     render_cache._SHARED.clear()
     assert builds_of(repo_copy) == (3, BUILDS - 3)
@@ -239,3 +242,42 @@ def test_a_change_to_a_shared_base_renders_every_environment(tmp_path, render_ca
     append(repo.path("overlays/base/training/pvc.yaml"), "# shared\n")
     rendered = sides.render_sides(sides.side("main", repo.root), sides.side(None, repo.root), repo.root, None)
     assert [e.name for e in rendered.head] == ["dev", "prod"] and rendered.unchanged == []
+
+
+def test_yamllint_results_are_kept_by_text_and_configuration(repo_copy, render_cache_dir):
+    from gitops_tools.validate.lint import lint
+
+    extra = repo_copy / "overlays/dev/extra.yaml"
+    extra.write_text("---\na:  1\n")
+
+    def findings():
+        return [(f.file, f.line, f.message, f.severity) for f in lint([extra], repo_copy, lambda line: None)]
+
+    first = findings()
+    assert first == [("overlays/dev/extra.yaml", 2, "too many spaces after colon (colons)", "error")]
+    assert (render_cache.shared().builds, render_cache.shared().hits) == (1, 0)
+    render_cache._SHARED.clear()  # a later run
+    assert findings() == first
+    assert (render_cache.shared().builds, render_cache.shared().hits) == (0, 1)
+    config = repo_copy / ".yamllint"
+    config.write_text(config.read_text() + "  colons: disable\n")
+    assert findings() == []  # another configuration: linted again
+    assert render_cache.shared().builds == 1
+    extra.write_text("---\nb:  1\n")
+    config.write_text(config.read_text().replace("  colons: disable\n", ""))
+    assert findings() == [("overlays/dev/extra.yaml", 2, "too many spaces after colon (colons)", "error")]
+    assert render_cache.shared().builds == 2  # another text: linted again
+
+
+def test_an_entry_is_json_only_when_json_gives_the_documents_back_exactly():
+    from gitops_tools import flux_build
+
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  n: '1'\n"
+    entry = flux_build._entry(plain, "x")
+    assert entry.startswith("json\n")
+    assert flux_build._from_entry(entry, "x") == [yaml.safe_load(plain)]
+    for odd in ("when: 2024-01-01\n", "1: one\n", "b: !!binary aGk=\n"):
+        text = f"apiVersion: v1\nkind: Thing\nmetadata:\n  name: a\nspec:\n  {odd}"
+        entry = flux_build._entry(text, "x")
+        assert entry.startswith("yaml\n"), odd
+        assert flux_build._from_entry(entry, "x") == [yaml.safe_load(text)], odd
