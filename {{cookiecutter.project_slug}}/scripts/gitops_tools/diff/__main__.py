@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
     rendered = render_sides(base, head, root, args.env)
-    report = build_report(base, rendered.base, head, rendered.head, args.context)
+    report = build_report(base, rendered.base, head, rendered.head, args.context, rendered.unchanged)
     report.broken = [BrokenEnvironment(broken.env, mask_text(broken.line)) for broken in rendered.broken]
     options = Options(
         color=use_color(args.color, args.output),

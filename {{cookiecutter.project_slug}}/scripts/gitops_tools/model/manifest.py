@@ -107,8 +107,13 @@ class Environment:
 
 def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[Manifest]:
     """The objects in a YAML stream; the items of a `kind: List` (or any `*List` with `items`) are objects."""
+    return from_documents(load_documents(text, file), file, env, source)
+
+
+def load_documents(text: str, file: str) -> list:
+    """The documents of a YAML stream (alias limit checked), or a one-line error naming `file`."""
     try:
-        docs = yaml_limits.load_all(text)
+        return yaml_limits.load_all(text)
     except yaml_limits.AliasLimitError as error:
         raise InputError(f"{file}: {error}") from None
     except yaml.YAMLError as error:
@@ -116,6 +121,10 @@ def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[
         where = f":{mark.line + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise InputError(f"{file}{where}: invalid YAML: {problem}") from None
+
+
+def from_documents(docs: list, file: str, env: str = "", source: str = "") -> list[Manifest]:
+    """The objects of loaded documents; the items of a `kind: List` (or any `*List` with `items`) are objects."""
     manifests = []
     for doc in docs:
         if doc is None:
