@@ -813,6 +813,21 @@ def reservation_across_two_zones(world):
     world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
 
 
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.instanceTypes"))
+def reservation_for_two_instance_types(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["efaEnabled"] = False
+    del world.gpu_group["instanceType"]
+    world.gpu_group["instanceTypes"] = ["p4d.24xlarge", "p5.48xlarge"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.minSize"))
+def capacity_block_that_keeps_a_node(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["instanceMarketOptions"] = {"marketType": "capacity-block"}
+    world.gpu_group["minSize"] = 1
+
+
 @case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.spot"), (CLUSTER, "managedNodeGroups.1.spot"))
 def spot_on_efa_gpus_in_prod(world):
     world.gpu_group["spot"] = True
