@@ -8,6 +8,7 @@ more Kubernetes versions, and scratch and persistent FSx.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import TEMPLATE
+from conftest import SCHEMA_DIR, TEMPLATE
 from gitops_tools import catalog, eks
 
 MATRIX = {
@@ -113,6 +114,16 @@ def test_yamllint_clean_with_generated_config(case):
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_validates_clean(case):
+    """The bake's own scripts/validate, as its CI runs it: lint, render, schemas and every rule."""
+    bake, _ = case
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(GITOPS_SCHEMA_DIR=str(SCHEMA_DIR), GITOPS_PYTHON=sys.executable)
+    result = subprocess.run(["scripts/validate"], cwd=bake.path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "0 errors, 0 warnings," in result.stdout + result.stderr, result.stdout[-4000:] + result.stderr[-4000:]
 
 
 def test_every_object_passes_strict_schemas(case, schema_checker):
