@@ -47,6 +47,7 @@ MATRIX = {
         "kubernetes_version": "1.32",
     },
     "p4d-scratch2-s3": {"project_name": "Vision Team", "fsx_s3_import_path": "s3://vision-data"},
+    "dev-spot": {"dev_gpu_spot": "yes"},
 }
 DEFAULTS = json.loads((TEMPLATE / "cookiecutter.json").read_text())
 ENVS = ("dev", "prod")
@@ -462,7 +463,10 @@ def test_reserved_capacity_where_chosen(case, env):
         assert "capacityReservation" not in group
     block = env == "prod" and answer(options, "gpu_capacity_block") == "yes"
     assert group.get("instanceMarketOptions") == ({"marketType": "capacity-block"} if block else None)
-    assert "spot" not in group
+    spot = env == "dev" and answer(options, "dev_gpu_spot") == "yes"
+    assert group.get("spot") == (True if spot else None)
+    components = yaml.safe_load((bake.path / "overlays" / env / "eksctl" / "kustomization.yaml").read_text())
+    assert ("../../base/eksctl/spot" in components["components"]) == spot
 
 
 def test_environment_settings_are_never_rendered(case):
