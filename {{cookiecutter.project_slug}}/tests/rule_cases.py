@@ -665,6 +665,15 @@ def empty_gpu_group_without_an_autoscaler(world):
     world.remove("HelmRelease", "cluster-autoscaler")
 
 
+def _autoscaler_policy_by_arn(world) -> None:
+    """The autoscaler's Pod Identity with a policy ARN instead of eksctl's autoScaler policy: the validator
+    cannot see an ARN's statements, so nothing says it may call eks:DescribeNodegroup."""
+    for association in world.cluster["iam"]["podIdentityAssociations"]:
+        if association["serviceAccountName"] == "cluster-autoscaler":
+            del association["wellKnownPolicies"]
+            association["permissionPolicyARNs"] = ["arn:aws:iam::123456789012:policy/cluster-autoscaler"]
+
+
 @case(
     "gpu-group-cannot-scale-from-zero",
     FAIL,
@@ -672,15 +681,31 @@ def empty_gpu_group_without_an_autoscaler(world):
     (CLUSTER, "managedNodeGroups.1.tags"),
 )
 def empty_gpu_group_with_eksctls_taint_tag_and_no_efa_tag(world):
+    _autoscaler_policy_by_arn(world)  # the Auto Scaling group's tags are all it has
     tags = world.gpu_group["tags"]
     tags[f"{NODE_TEMPLATE}/taint/nvidia.com/gpu"] = "true"  # as eksctl's propagateASGTags writes it
     del tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"]
 
 
-@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.labels"))
-def empty_gpu_group_whose_labels_the_autoscaler_cannot_see(world):
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.propagateASGTags"))
+def managed_group_without_propagation(world):
+    _autoscaler_policy_by_arn(world)
     world.gpu_group["propagateASGTags"] = False
-    del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/role"]
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.tags"))
+def efa_tag_missing_where_the_autoscaler_reads_the_group_from_eks(world):
+    world.gpu_group["propagateASGTags"] = False
+    del world.gpu_group["tags"][f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"]
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "nodeGroups.0.labels"))
+def empty_gpu_group_whose_labels_the_autoscaler_cannot_see(world):
+    group = world.gpu_group
+    world.cluster["managedNodeGroups"].remove(group)
+    world.cluster["nodeGroups"] = [group]  # self-managed: nothing is read from EKS
+    group["propagateASGTags"] = False
+    del group["tags"][f"{NODE_TEMPLATE}/label/role"]
 
 
 @case("gpu-group-cannot-scale-from-zero", PASS)
@@ -692,8 +717,21 @@ def gpu_group_that_never_goes_to_zero(world):
 
 @case("gpu-group-cannot-scale-from-zero", PASS)
 def labels_propagated_by_eksctl(world):
+    _autoscaler_policy_by_arn(world)
     for key in ("role", "nvidia.com/gpu.present"):
         del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/{key}"]
+
+
+@case("gpu-group-cannot-scale-from-zero", PASS)
+def labels_and_taint_read_from_eks_by_an_inline_policy(world):
+    for association in world.cluster["iam"]["podIdentityAssociations"]:
+        if association["serviceAccountName"] == "cluster-autoscaler":
+            del association["wellKnownPolicies"]
+            statement = {"Effect": "Allow", "Action": ["eks:DescribeNodegroup"], "Resource": "*"}
+            association["permissionPolicy"] = {"Version": "2012-10-17", "Statement": [statement]}
+    world.gpu_group["propagateASGTags"] = False
+    for key in ("label/role", "label/nvidia.com/gpu.present", "taint/nvidia.com/gpu"):
+        del world.gpu_group["tags"][f"{NODE_TEMPLATE}/{key}"]
 
 
 QUEUE = "ClusterQueue/training"
@@ -811,6 +849,21 @@ def reservation_across_two_zones(world):
     world.gpu_group["capacityReservation"] = RESERVATION
     world.gpu_group["efaEnabled"] = False
     world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.instanceTypes"))
+def reservation_for_two_instance_types(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["efaEnabled"] = False
+    del world.gpu_group["instanceType"]
+    world.gpu_group["instanceTypes"] = ["p4d.24xlarge", "p5.48xlarge"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.minSize"))
+def capacity_block_that_keeps_a_node(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["instanceMarketOptions"] = {"marketType": "capacity-block"}
+    world.gpu_group["minSize"] = 1
 
 
 @case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.spot"), (CLUSTER, "managedNodeGroups.1.spot"))
