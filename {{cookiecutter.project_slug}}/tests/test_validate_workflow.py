@@ -38,5 +38,6 @@ def test_a_change_that_touches_no_manifest_or_linted_file_skips_every_heavy_step
         assert steps[name]["if"] == "env.MANIFESTS == 'true' || env.LINTED == 'true'", name
     cache = steps["Cache the renders"]
     assert cache["with"]["path"] == "~/.cache/gitops-renders"
-    assert "hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'platform.yaml')" in cache["with"]["key"]
+    inputs = "${{ hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'platform.yaml') }}"
+    assert cache["env"]["RENDER_INPUTS"] == inputs and cache["with"]["key"].endswith("-${{ env.RENDER_INPUTS }}")
     assert cache["with"]["restore-keys"].strip() in cache["with"]["key"]
