@@ -154,3 +154,14 @@ def control_plane():
     plane = _control_plane(CORE)
     yield plane
     plane.stop()
+
+
+@pytest.fixture(scope="module")
+def own_control_plane():
+    """A control plane for one test module alone (about 6 s to start), for tests that change
+    cluster-wide things (nodes, CRDs) or read the whole cluster."""
+    from gitops_tools.live.control_plane import CORE
+
+    plane = _control_plane(CORE)
+    yield plane
+    plane.stop()
