@@ -122,15 +122,15 @@ def check_node_group(group: dict, nodes) -> Check:
             problems.append(f"{node.metadata.name} {GPU} {_quantity(allocatable.get(GPU))}/{gpus}")
         if _quantity(allocatable.get(EFA)) < efa:
             problems.append(f"{node.metadata.name} {EFA} {_quantity(allocatable.get(EFA))}/{efa}")
-    wants = f"{GPU} {gpus}" + (f", {EFA} {efa}" if efa else "")
+    wants = ", ".join(f"{resource} {count}" for resource, count in ((GPU, gpus), (EFA, efa)) if count)
     if problems:
         return Check(
             check,
             FAIL,
-            f"{len(mine)} node(s) ({instance}, each {wants}): " + "; ".join(problems),
+            f"{len(mine)} node(s) ({instance}{', each ' + wants if wants else ''}): " + "; ".join(problems),
             "check the node's kubelet and the device plugin pods on it (kubectl describe node)",
         )
-    return Check(check, OK, f"{len(mine)} node(s) Ready ({instance}, each {wants})")
+    return Check(check, OK, f"{len(mine)} node(s) Ready ({instance}{', each ' + wants if wants else ''})")
 
 
 # --- workloads -----------------------------------------------------------------------------------------
