@@ -346,6 +346,28 @@ def test_a_kustomization_without_a_ready_condition_warns_and_a_missing_one_fails
     assert (missing.status, missing.message) == ("fail", "not found")
 
 
+def test_a_credential_in_flux_s_message_is_masked_in_text_and_json(api, namespace):
+    message = "failed to checkout: https://bot:hunter2-secret@git.example.com/team/repo.git: 401"
+    add_kustomization(api, namespace, "training", "False", message)
+    check = status.check_kustomization(api.custom, namespace, "training")
+
+    text, data = status.report([check], "text"), json.loads(status.report([check], "json"))
+
+    assert "hunter2" not in text and "hunter2" not in json.dumps(data)
+    assert text.startswith(f"fail kustomization {namespace}/training: not Ready: failed to checkout: https://bot:***@")
+    assert data[0]["message"] == "not Ready: failed to checkout: https://bot:***@git.example.com/team/repo.git: 401"
+
+
+def test_a_missing_kubeconfig_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+
+    assert status.main(["--env", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"status: no usable kubeconfig at {tmp_path / 'absent'}: ")
+    assert err.count("\n") == 1
+
+
 # --- MPIJobs ---------------------------------------------------------------------------------------------
 
 

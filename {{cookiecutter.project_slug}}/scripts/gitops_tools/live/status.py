@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import catalog, cli
+from ..credentials import mask_text
 from ..errors import InputError
 from ..model.kinds import FLUX_KUSTOMIZATION
 from ..model.manifest import Environment
@@ -359,6 +360,9 @@ def choose_environment(root: Path, env: str | None) -> str:
 
 
 def report(checks: list[Check], form: str) -> str:
+    # Messages repeat what the cluster says (Flux's Ready message can quote a source URL or an apply
+    # error): masked like every other output of the tools.
+    checks = [Check(c.check, c.status, mask_text(c.message), mask_text(c.fix)) for c in checks]
     if form == "json":
         return json.dumps([asdict(c) for c in checks], indent=2)
     return "\n".join(c.line() for c in checks)
