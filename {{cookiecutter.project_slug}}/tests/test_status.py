@@ -513,3 +513,19 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2(own_control_plane, monkey
     err = capsys.readouterr().err
     assert err.startswith("status: cannot reach the API server at https://127.0.0.1:1 (context 'local'): ")
     assert err.count("\n") == 1
+
+
+def test_a_usage_error_through_scripts_status_is_one_line_and_exit_2():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GITOPS_PYTHON": sys.executable}
+    env.pop("GITOPS_DEBUG", None)
+    result = subprocess.run(
+        [str(REPO / "scripts" / "status"), "--format", "yaml"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("status: argument --format: invalid choice: 'yaml'")
+    assert result.stderr.endswith("(see --help)\n") and result.stderr.count("\n") == 1
