@@ -4,6 +4,7 @@ sends them, what the server refuses or drops, and what applying would change on 
 from __future__ import annotations
 
 import base64
+import copy
 import os
 import subprocess
 import sys
@@ -149,7 +150,8 @@ def test_an_immutable_field_changed_against_the_live_object_is_refused(api):
     result = findings([dry_run(api, environment(namespace("imm"), pvc("imm", "fsx")))])
 
     assert [(f.rule, f.resource) for f in result.findings] == [(REJECTED, "PersistentVolumeClaim/imm/data")]
-    assert "immutable" in result.findings[0].message
+    assert "spec: Forbidden: spec is immutable after creation" in result.findings[0].message
+    assert "\n" not in result.findings[0].message  # the server's diff of the spec is left out
     assert result.findings[0].kustomization == "imm"
 
 
@@ -194,7 +196,7 @@ def test_fields_the_server_does_not_apply_are_reported_as_dropped(api):
 
     found = reported(environment(namespace("drop"), job, web), api)
 
-    assert found == [(DROPPED, "MPIJob/drop/train", "status"), (DROPPED, "Deployment/drop/web", "status.replicas")]
+    assert found == [(DROPPED, "Deployment/drop/web", "status.replicas"), (DROPPED, "MPIJob/drop/train", "status")]
 
 
 def test_a_well_formed_mpijob_and_a_secret_from_string_data_keep_every_field(api):
@@ -237,6 +239,25 @@ def test_a_changed_replica_count_is_the_only_line_that_changes(api):
     assert [(c.status, c.key.resource) for c in diff.changes] == [("changed", "Deployment rep/web")]
     assert (diff.changes[0].additions, diff.changes[0].deletions) == (1, 1)
     assert "-  replicas: 1\n+  replicas: 3" in diff.changes[0].diff
+
+
+def test_more_mpijob_workers_show_in_the_diff_and_in_the_gpu_figure(api):
+    def job(workers: int) -> dict:
+        doc = mpijob("gpus")
+        worker = doc["spec"]["mpiReplicaSpecs"]["Worker"] = copy.deepcopy(doc["spec"]["mpiReplicaSpecs"]["Worker"])
+        worker["replicas"] = workers
+        worker["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 4}}
+        return doc
+
+    apply(api, namespace("gpus"), job(2))
+
+    diff, _ = environment_diff(api, environment(namespace("gpus"), job(3)))
+
+    assert [(c.status, c.key.resource, c.additions, c.deletions) for c in diff.changes] == [
+        ("changed", "MPIJob gpus/train", 1, 1)
+    ]
+    assert "-      replicas: 2\n+      replicas: 3" in diff.changes[0].diff
+    assert (diff.mpijob_gpus.before, diff.mpijob_gpus.after) == (8, 12)
 
 
 def test_an_unchanged_environment_shows_no_change(api):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..credentials import mask_text
 from ..model import Environment, Manifest
-from ..validate.runner import Reported, Result
+from ..validate.runner import Reported, Result, sort
 
 FIELD_MANAGER = "kustomize-controller"
 OWNER_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -84,7 +84,9 @@ def with_owner_labels(doc: dict, name: str, namespace: str) -> dict:
 def _refusal(error) -> str:
     try:
         body = json.loads(error.body)
-        return f"{body.get('reason') or error.reason}: {body.get('message') or ''}".strip()
+        # The first line: for an immutable field the server appends a diff of the whole spec.
+        message = (body.get("message") or "").strip().splitlines()
+        return f"{body.get('reason') or error.reason}: {message[0] if message else ''}".strip()
     except (TypeError, ValueError, AttributeError):
         return f"{error.status} {error.reason}"
 
@@ -173,13 +175,14 @@ def dropped_fields(sent, answer, path: tuple = ()) -> list[tuple]:
     return []
 
 
-def _reported(rule: str, env: str, outcome: Outcome, message: str, path: tuple = ()) -> Reported:
+def _reported(rule: str, env: str, outcome: Outcome, message: str, path: tuple = (), locator=None) -> Reported:
+    file, line = locator.locate(outcome.manifest, path) if locator else (outcome.manifest.file, 0)
     return Reported(
         rule=rule,
         severity="error",
         env=env,
-        file=outcome.manifest.file,
-        line=0,
+        file=file,
+        line=line,
         resource=outcome.manifest.resource,
         kustomization=outcome.kustomization,
         message=mask_text(message),
@@ -188,7 +191,7 @@ def _reported(rule: str, env: str, outcome: Outcome, message: str, path: tuple =
     )
 
 
-def findings(runs: list[Run]) -> Result:
+def findings(runs: list[Run], locator=None) -> Result:
     """validate --server's result: refusals and dropped fields, in the report machinery's shape."""
     result = Result(environments=[r.env for r in runs], objects=sum(len(r.outcomes) for r in runs))
     for run in runs:
@@ -203,7 +206,7 @@ def findings(runs: list[Run]) -> Result:
                         f"the server refuses it: {'.'.join(path)} is not in the cluster's schema for "
                         f"{outcome.manifest.kind} (server-side apply refuses unknown fields): {outcome.error}"
                     )
-                result.findings.append(_reported(REJECTED, run.env, outcome, message, path))
+                result.findings.append(_reported(REJECTED, run.env, outcome, message, path, locator))
             elif outcome.result is not None:
                 sent = outcome.sent
                 if outcome.manifest.kind == "Secret" and "stringData" in sent:
@@ -212,7 +215,8 @@ def findings(runs: list[Run]) -> Result:
                     where = ".".join(str(p) for p in path)
                     why = "the status subresource ignores it" if path[0] == "status" else "the cluster ignores it"
                     message = f"the server drops {where} on apply ({why})"
-                    result.findings.append(_reported(DROPPED, run.env, outcome, message, path))
+                    result.findings.append(_reported(DROPPED, run.env, outcome, message, path, locator))
+    sort(result)
     return result
 
 
@@ -279,6 +283,7 @@ def validate_server(envs: list[str] | None, context: str | None, progress=lambda
     """scripts/validate --server: render, connect, dry-run apply each environment."""
     from pathlib import Path
 
+    from ..locate import Locator
     from ..render import render_repository, repository_root
     from .cluster import connect
 
@@ -286,7 +291,7 @@ def validate_server(envs: list[str] | None, context: str | None, progress=lambda
     environments = render_repository(root, envs)
     cluster = connect(context)
     progress(f"server: dry-run apply against {cluster.server} (context {cluster.context}, {cluster.version})")
-    return findings([dry_run(cluster.api, environment) for environment in environments])
+    return findings([dry_run(cluster.api, environment) for environment in environments], Locator(root))
 
 
 def live_report(envs: list[str] | None, context: str | None, lines: int = 3):
@@ -315,6 +320,7 @@ def live_report(envs: list[str] | None, context: str | None, lines: int = 3):
 
 def environment_diff(api, environment: Environment, lines: int = 3):
     """(EnvironmentDiff of the dry-run results against the live objects, lines about refused objects)."""
+    from ..diff import impact
     from ..diff.model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Key, ObjectChange
     from ..diff.pairing import unified
 
@@ -332,8 +338,22 @@ def environment_diff(api, environment: Environment, lines: int = 3):
         changes.append(
             ObjectChange(Key.of(outcome.manifest), status, None, outcome.manifest, text, additions, deletions)
         )
+    live = [Manifest(o.live, o.manifest.file, run.env, o.kustomization) for o in run.outcomes if o.live]
     for kustomization, item in pruned(api, environment):
         gone = Manifest(item, "", environment.name, kustomization)
+        live.append(gone)
         text, additions, deletions = unified(comparable(item), None, lines)
         changes.append(ObjectChange(Key.of(gone), REMOVED, gone, None, text, additions, deletions))
-    return EnvironmentDiff(environment.name, CHANGED if changes else "", changes), problems
+    diff = EnvironmentDiff(environment.name, CHANGED if changes else "", changes)
+    # The impact figures of the live objects against what applying leaves (refused objects as they are).
+    after = [Manifest(o.result or o.live or o.sent, o.manifest.file, run.env, o.kustomization) for o in run.outcomes]
+    diff.mpijob_gpus, diff.gpu_quota, diff.gpu_capacity = impact.figures(
+        _holding(run.env, live, environment.cluster_config), _holding(run.env, after, environment.cluster_config)
+    )
+    return diff, problems
+
+
+def _holding(name: str, objects: list[Manifest], cluster_config: Manifest | None) -> Environment:
+    from ..model import FluxKustomization
+
+    return Environment(name, [FluxKustomization(Manifest({}, "", name, ""), "", objects=objects)], cluster_config)
