@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -215,6 +216,30 @@ def test_objects_in_a_namespace_only_created_in_this_run_are_skipped_with_a_note
     ]
 
 
+def test_objects_of_a_kind_whose_crd_is_only_created_in_this_run_are_skipped_with_a_note(api):
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            ],
+        },
+    }
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+
+    result = findings([dry_run(api, environment(widget, crd))])  # the CRD is tried first whatever the order
+
+    assert result.findings == []
+    assert result.notes == [
+        "test: 1 object not tried: Widget/w: its CRD is only created in this run (Widget.example.com)"
+    ]
+
+
 def test_the_dry_run_is_sent_as_flux_sends_it_and_stores_nothing(api):
     from kubernetes import client
 
@@ -316,6 +341,20 @@ def test_the_dev_environment_applied_as_is_passes_and_shows_no_change(api, contr
     assert (validated.returncode, validated.stdout.splitlines()[-1]) == (0, validated.stdout.splitlines()[-1])
     assert validated.stdout.splitlines()[-1].startswith("0 errors, 0 warnings, 0 suppressed in ")
     assert diffed.returncode == 0, diffed.stdout + diffed.stderr
+    as_json = run_tool("diff", "--live", "--env", "dev", "--format", "json", kubeconfig=control_plane.kubeconfig)
+    document = json.loads(as_json.stdout)
+    assert (document["has_changes"], [(e["name"], e["objects"]) for e in document["environments"]]) == (
+        False,
+        [("dev", [])],
+    )
+
+
+def test_a_missing_kubeconfig_is_one_line(tmp_path):
+    result = run_tool("validate", "--server", "--env", "dev", "--quiet", kubeconfig=tmp_path / "absent")
+
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"validate: no usable kubeconfig at {tmp_path / 'absent'}: ")
+    assert len(result.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
