@@ -342,6 +342,8 @@ def test_the_dev_environment_applied_as_is_passes_and_shows_no_change(api, contr
     assert validated.stdout.splitlines()[-1].startswith("0 errors, 0 warnings, 0 suppressed in ")
     assert diffed.returncode == 0, diffed.stdout + diffed.stderr
     as_json = run_tool("diff", "--live", "--env", "dev", "--format", "json", kubeconfig=control_plane.kubeconfig)
+    markdown = run_tool("diff", "--live", "--env", "dev", "--format", "markdown", kubeconfig=control_plane.kubeconfig)
+    assert (markdown.returncode, markdown.stdout.splitlines()[0]) == (0, "## Manifest diff")
     document = json.loads(as_json.stdout)
     assert (document["has_changes"], [(e["name"], e["objects"]) for e in document["environments"]]) == (
         False,

@@ -158,7 +158,11 @@ def run_live(args: argparse.Namespace) -> int:
     from ..live.server_apply import live_report
 
     report, problems = live_report(args.env, args.kube_context, args.context)
-    options = Options(color=use_color(args.color, args.output), max_chars=args.max_chars, full_diff_hint="")
+    options = Options(
+        color=use_color(args.color, args.output),
+        max_chars=args.max_chars,
+        full_diff_hint="Run `scripts/diff --live` for the full diff.",
+    )
     write(FORMATS[args.format](report, options), args.output)
     for problem in problems:  # objects the server refuses: validate --server explains them
         print(f"{VERB}: the server refuses {problem}", file=sys.stderr)
