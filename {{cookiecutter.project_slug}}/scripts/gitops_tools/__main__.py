@@ -17,6 +17,7 @@ VERBS = {
     "new-environment": "gitops_tools.new_environment",
     "new-job": "gitops_tools.new_job",
     "cluster-settings": "gitops_tools.cluster_settings",
+    "simulate": "gitops_tools.live.simulate",
 }
 
 
