@@ -116,3 +116,21 @@ def test_workers_asking_more_gpus_than_a_node_has_stay_pending_with_the_schedule
     assert all("Insufficient nvidia.com/gpu" in line for line in pending)
     assert "  launcher: not created (the MPI operator waits for the workers to be Ready)" in lines
     assert lines[-1].startswith("0/1 MPIJobs scheduled")
+
+
+def test_a_usage_error_is_one_line(repo_copy):
+    result = run_simulate("--format", "yaml", cwd=repo_copy)
+    assert result.returncode == 2
+    assert result.stderr.startswith("simulate: argument --format: invalid choice: 'yaml'")
+    assert result.stderr.rstrip().endswith("(see --help)") and len(result.stderr.splitlines()) == 1
+
+
+def test_a_tooling_environment_without_kubernetes_says_make_setup(repo_copy, tmp_path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "broken")], check=True)
+    environment = {**os.environ, "GITOPS_PYTHON": str(tmp_path / "broken" / "bin" / "python")}
+    result = subprocess.run(
+        [str(repo_copy / "scripts" / "simulate")], cwd=repo_copy, env=environment, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("simulate: the tooling environment lacks the Python package ")
+    assert len(result.stderr.splitlines()) == 1

@@ -23,6 +23,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubernetes import client, config, dynamic
+from kubernetes.client.rest import ApiException
+from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+
 from .. import catalog, cli, platform, render
 from ..credentials import mask_text
 from ..errors import InputError
@@ -139,8 +143,6 @@ def node_docs(cluster_config: dict) -> tuple[list[dict], list[dict]]:
 
 class Cluster:
     def __init__(self, plane: ControlPlane):
-        from kubernetes import client, config, dynamic
-
         self.client = client
         self.api = config.new_client_from_config(str(plane.kubeconfig))
         self.core = client.CoreV1Api(self.api)
@@ -165,8 +167,6 @@ class Cluster:
         self.dynamic = type(self.dynamic)(self.api)  # discovery again: the new kinds
 
     def ensure_namespace(self, name: str) -> None:
-        from kubernetes.client.rest import ApiException
-
         for create in (
             lambda: self.core.create_namespace({"metadata": {"name": name}}),
             # No controller-manager here: nothing else makes the default ServiceAccount pods run as.
@@ -292,9 +292,6 @@ def _make_nodes(cluster: Cluster, nodes: list[dict], timeout: float) -> None:
 
 
 def _apply(cluster: Cluster, environment, result: Simulation, progress) -> None:
-    from kubernetes.client.rest import ApiException
-    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
-
     for kustomization in _flux_order(environment):
         progress(f"applying {kustomization.name} ({len(kustomization.objects)} objects)")
         for manifest in [kustomization.manifest, *kustomization.objects]:
@@ -411,8 +408,6 @@ def _launcher_pod(cluster: Cluster, job: JobResult, result: Simulation) -> None:
     """mpi-operator v0.8.2 makes the launcher a batch/v1 Job (pkg/controller/mpi_job_controller.go,
     newLauncherJob: <job>-launcher), created once the workers are Ready; the Job controller
     (kube-controller-manager, not run here) would make its pod. This makes it, from the Job's template."""
-    from kubernetes.client.rest import ApiException
-
     name = f"{job.name}-launcher"
     try:
         launcher = cluster.client.BatchV1Api(cluster.api).read_namespaced_job(name, job.namespace)
