@@ -134,3 +134,20 @@ def test_a_tooling_environment_without_kubernetes_says_make_setup(repo_copy, tmp
     assert result.returncode == 2
     assert result.stderr.startswith("simulate: the tooling environment lacks the Python package ")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_pods_the_api_server_refuses_are_reported_with_the_operators_warning(repo_copy):
+    need_binaries()
+    namespace = repo_copy / "overlays" / "base" / "training" / "namespace.yaml"
+    text = namespace.read_text()
+    assert "pod-security.kubernetes.io/enforce: baseline" in text
+    namespace.write_text(text.replace("enforce: baseline", "enforce: restricted"))
+    result = run_simulate("--env", "prod", "--timeout", "15", "--format", "json", cwd=repo_copy)
+    assert result.returncode == 1, result.stderr
+    (job,) = json.loads(result.stdout)["jobs"]
+    assert (job["scheduled"], job["pods"]) == (False, [])
+    assert job["error"].startswith(
+        "not all pods placed within the time limit; launcher 0/1 created, worker 0/2 created; last warning: "
+        'worker pod created failed: pods "horovod-train-worker-0" is forbidden: '
+        'violates PodSecurity "restricted:latest"'
+    )

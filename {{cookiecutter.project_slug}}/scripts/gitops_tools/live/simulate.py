@@ -401,7 +401,23 @@ def _wait(cluster: Cluster, mpijobs, result: Simulation, deadline: float, progre
         time.sleep(0.5)
     for job in jobs:
         if not job.scheduled and not job.unschedulable:
-            job.error = f"not all pods placed within the time limit; {_missing(job)}"
+            warning = _last_warning(cluster, job)
+            job.error = f"not all pods placed within the time limit; {_missing(job)}" + (
+                f"; last warning: {warning}" if warning else ""
+            )
+
+
+def _last_warning(cluster: Cluster, job: JobResult) -> str:
+    """The MPI operator's or the Job's latest Warning (a pod the API server refused, for one)."""
+    events = [
+        e
+        for name in (job.name, f"{job.name}-launcher")
+        for e in cluster.core.list_namespaced_event(
+            job.namespace, field_selector=f"involvedObject.name={name},type=Warning"
+        ).items
+    ]
+    events.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    return mask_text(" ".join(events[-1].message.split())[:300]) if events else ""
 
 
 def _launcher_pod(cluster: Cluster, job: JobResult, result: Simulation) -> None:
@@ -528,7 +544,12 @@ def _simulate(argv: list[str] | None) -> int:
     parser = cli.Parser(prog=VERB, description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="prod", help="environment to simulate (default: prod)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for placement")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds for the whole run, control plane start included (default 60)",
+    )
     args = parser.parse_args(argv)
     root = render.repository_root(Path.cwd())
     simulation = simulate(root, args.env, args.timeout, progress=cli.progress(VERB))
