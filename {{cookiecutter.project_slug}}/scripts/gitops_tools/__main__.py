@@ -18,6 +18,7 @@ VERBS = {
     "new-job": "gitops_tools.new_job",
     "cluster-settings": "gitops_tools.cluster_settings",
     "status": "gitops_tools.live.status",
+    "simulate": "gitops_tools.live.simulate",
 }
 
 

@@ -47,6 +47,8 @@ def connect(context: str | None = None, kubeconfig: str | None = None) -> Cluste
     from kubernetes.client.rest import ApiException
     from urllib3.exceptions import HTTPError
 
+    # The client reads $KUBECONFIG once, when it is imported: read it here, so the current value counts.
+    kubeconfig = kubeconfig or os.environ.get("KUBECONFIG") or None
     contexts, current = _contexts(kubeconfig)
     names = [c.get("name") for c in contexts or []]
     chosen = context or (current or {}).get("name")

@@ -153,17 +153,28 @@ class ControlPlane:
         # kube-apiserver writes a self-signed apiserver.crt for 127.0.0.1 into --cert-dir: the kubeconfig trusts it.
         self._wait("kube-apiserver", f"{self.server}/readyz", verify=False, token=token)
 
+    def add(self, name: str) -> None:
+        """Start one more controller on the running plane: the MPI operator exits at start when the
+        MPIJob CRD is not served yet, so a simulation installs the CRDs first, then adds it."""
+        self._start_controller(name, find_binary(name))
+        self.components = (*self.components, name)
+
     def _start_controller(self, name: str, binary: str) -> None:
         config = str(self.kubeconfig)
         argv = {
+            # No serving port (--secure-port=0): nothing scrapes it, and no authn/authz kubeconfigs are needed.
             "kube-scheduler": [binary, f"--kubeconfig={config}", "--leader-elect=false", "--secure-port=0"],
+            # kwok v0.7.0 without --config uses its default node and pod stages (its log says "No node
+            # stages found, using default node stages"): nodes become Ready, bound pods Running and Ready.
             "kwok": [
                 binary,
                 f"--kubeconfig={config}",
                 "--manage-all-nodes=true",
                 "--server-address=127.0.0.1:0",
             ],
-            "mpi-operator": [binary, f"--kubeConfig={config}", "--monitoring-port=0"],
+            # mpi-operator v0.8.2 takes Go flags (one dash, -kubeConfig); leader election is always on, with
+            # its lease in -lock-namespace (mpi-operator), which must exist.
+            "mpi-operator": [binary, f"-kubeConfig={config}", "-monitoring-port=0"],
         }[name]
         self._spawn(name, argv)
 
