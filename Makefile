@@ -23,7 +23,8 @@ help:
 	@echo "make lint          ruff check and ruff format --check over all Python (template and generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
 	@echo "make test          lint, then everything: template bakes, generated repositories' checks, trainer tests"
-	@echo "make bench         validate and diff on a 24-environment fleet vs kustomize alone; trainer samples/s"
+	@echo "make bench         validate and diff on a 24-environment fleet vs kustomize alone; the render cache on a"
+	@echo "                   20-environment fleet (cold, warm, a one-environment diff); trainer samples/s"
 
 $(BIN)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +67,7 @@ test: lint $(FLUX) control-plane
 bench: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_cache.py
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)
 
 clean:

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,15 @@ sys.path.insert(0, str(PACKAGE_DIR))
 
 from gitops_tools import platform, render, schemas  # noqa: E402
 
+# Renders here, and the generated tools these tests run, use a render cache of this session's own.
+RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-template-test-render-cache-")
+os.environ["GITOPS_RENDER_CACHE"] = RENDER_CACHE
+
 SCHEMA_DIR = Path(os.environ.get("GITOPS_SCHEMA_DIR") or TEMPLATE.parent / "shared" / "schemas")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(RENDER_CACHE, ignore_errors=True)
 
 
 def pytest_configure(config):

@@ -141,9 +141,9 @@ def test_all_problems_reported_in_question_order():
         "git_branch": "main",
     }
     assert answers.check_answers(good) == []
-    bad = good | {"project_slug": "X", "gpu_node_count": "0", "git_branch": "a..b"}
+    bad = good | {"project_slug": "X", "gpu_node_count": "0", "dev_gpu_spot": "y", "git_branch": "a..b"}
     problems = answers.check_answers(bad)
-    assert [p.split(":")[0] for p in problems] == ["project_slug", "gpu_node_count", "git_branch"]
+    assert [p.split(":")[0] for p in problems] == ["project_slug", "gpu_node_count", "dev_gpu_spot", "git_branch"]
 
 
 def test_the_default_instance_types_are_gpu_types_of_the_catalogue():

@@ -8,6 +8,7 @@ more Kubernetes versions, and scratch and persistent FSx.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import TEMPLATE
+from conftest import SCHEMA_DIR, TEMPLATE
 from gitops_tools import catalog, eks
 
 MATRIX = {
@@ -46,6 +47,7 @@ MATRIX = {
         "kubernetes_version": "1.32",
     },
     "p4d-scratch2-s3": {"project_name": "Vision Team", "fsx_s3_import_path": "s3://vision-data"},
+    "dev-spot": {"dev_gpu_spot": "yes"},
 }
 DEFAULTS = json.loads((TEMPLATE / "cookiecutter.json").read_text())
 ENVS = ("dev", "prod")
@@ -113,6 +115,16 @@ def test_yamllint_clean_with_generated_config(case):
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_validates_clean(case):
+    """The bake's own scripts/validate, as its CI runs it: lint, render, schemas and every rule."""
+    bake, _ = case
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.update(GITOPS_SCHEMA_DIR=str(SCHEMA_DIR), GITOPS_PYTHON=sys.executable)
+    result = subprocess.run(["scripts/validate"], cwd=bake.path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "0 errors, 0 warnings," in result.stdout + result.stderr, result.stdout[-4000:] + result.stderr[-4000:]
 
 
 def test_every_object_passes_strict_schemas(case, schema_checker):
@@ -451,7 +463,10 @@ def test_reserved_capacity_where_chosen(case, env):
         assert "capacityReservation" not in group
     block = env == "prod" and answer(options, "gpu_capacity_block") == "yes"
     assert group.get("instanceMarketOptions") == ({"marketType": "capacity-block"} if block else None)
-    assert "spot" not in group
+    spot = env == "dev" and answer(options, "dev_gpu_spot") == "yes"
+    assert group.get("spot") == (True if spot else None)
+    components = yaml.safe_load((bake.path / "overlays" / env / "eksctl" / "kustomization.yaml").read_text())
+    assert ("../../base/eksctl/spot" in components["components"]) == spot
 
 
 def test_environment_settings_are_never_rendered(case):

@@ -51,6 +51,7 @@ BAD_ANSWERS = {
     ),
     "capacity-reservation-id-malformed": ({"gpu_capacity_reservation": "cr-123"}, "gpu_capacity_reservation"),
     "capacity-block-without-reservation": ({"gpu_capacity_block": "yes"}, "gpu_capacity_block"),
+    "dev-spot-not-yes-or-no": ({"dev_gpu_spot": "true"}, "dev_gpu_spot"),
     "git-url-not-a-url": ({"git_repository_url": "github.com/org/repo"}, "git_repository_url"),
     "cluster-name-starts-with-digit": ({"cluster_name": "1cluster"}, "cluster_name"),
 }

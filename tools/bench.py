@@ -92,12 +92,12 @@ def grow(project: Path, environments: int) -> list[str]:
 
 def overlays(project: Path) -> list[Path]:
     """Every folder validate renders: Flux Kustomization paths and eksctl overlays."""
-    from gitops_tools import render
+    from gitops_tools import kustomize, render
 
     found = []
-    for env in render.environment_names(project):
-        found += [project / k.path for k in render.entry_points(project, env)]
-        found.append(project / "overlays" / env / "eksctl")
+    for environment in render.render_repository(project):
+        found += [project / k.path for k in environment.kustomizations if kustomize.has_kustomization(project / k.path)]
+        found.append(project / "overlays" / environment.name / "eksctl")
     return found
 
 

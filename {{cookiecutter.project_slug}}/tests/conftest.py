@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,24 @@ SCHEMA_DIR = Path(os.environ[SCHEMA_DIR_VARIABLE]) if os.environ.get(SCHEMA_DIR_
 
 # Rules that fail on malformed input must fail the test, not become a note.
 os.environ["GITOPS_DEBUG"] = "1"
+# A render cache of this test session's own (scripts run by the tests inherit it): tests never read
+# or fill the user's cache, and a test that counts builds sets one of its own (render_cache_dir).
+RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-test-render-cache-")
+os.environ["GITOPS_RENDER_CACHE"] = RENDER_CACHE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_render_cache():
+    yield
+    shutil.rmtree(RENDER_CACHE, ignore_errors=True)
+
+
+@pytest.fixture()
+def render_cache_dir(tmp_path, monkeypatch) -> Path:
+    """An empty render cache for one test (its process-wide cache object is new too)."""
+    folder = tmp_path / "render-cache"
+    monkeypatch.setenv("GITOPS_RENDER_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -605,6 +605,16 @@ def plugin_named_unlike_eksctl(world):
     world.daemonset("nvidia")["metadata"]["name"] = "gpu-plugin"
 
 
+@case(
+    "device-plugin-duplicate",
+    FAIL,
+    ("DaemonSet/kube-system/aws-efa-k8s-device-plugin-daemonset", "metadata.name"),
+)
+def efa_plugin_named_as_before_eksctl_0_230(world):
+    # The template's old name: eksctl (v0.230.0) keeps its own aws-efa-k8s-device-plugin beside it.
+    world.daemonset("aws-efa")["metadata"]["name"] = "aws-efa-k8s-device-plugin-daemonset"
+
+
 @case("device-plugin-duplicate", PASS)
 def plugins_named_like_eksctl(world):
     pass
@@ -655,6 +665,15 @@ def empty_gpu_group_without_an_autoscaler(world):
     world.remove("HelmRelease", "cluster-autoscaler")
 
 
+def _autoscaler_policy_by_arn(world) -> None:
+    """The autoscaler's Pod Identity with a policy ARN instead of eksctl's autoScaler policy: the validator
+    cannot see an ARN's statements, so nothing says it may call eks:DescribeNodegroup."""
+    for association in world.cluster["iam"]["podIdentityAssociations"]:
+        if association["serviceAccountName"] == "cluster-autoscaler":
+            del association["wellKnownPolicies"]
+            association["permissionPolicyARNs"] = ["arn:aws:iam::123456789012:policy/cluster-autoscaler"]
+
+
 @case(
     "gpu-group-cannot-scale-from-zero",
     FAIL,
@@ -662,15 +681,31 @@ def empty_gpu_group_without_an_autoscaler(world):
     (CLUSTER, "managedNodeGroups.1.tags"),
 )
 def empty_gpu_group_with_eksctls_taint_tag_and_no_efa_tag(world):
+    _autoscaler_policy_by_arn(world)  # the Auto Scaling group's tags are all it has
     tags = world.gpu_group["tags"]
     tags[f"{NODE_TEMPLATE}/taint/nvidia.com/gpu"] = "true"  # as eksctl's propagateASGTags writes it
     del tags[f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"]
 
 
-@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.labels"))
-def empty_gpu_group_whose_labels_the_autoscaler_cannot_see(world):
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.propagateASGTags"))
+def managed_group_without_propagation(world):
+    _autoscaler_policy_by_arn(world)
     world.gpu_group["propagateASGTags"] = False
-    del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/role"]
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "managedNodeGroups.1.tags"))
+def efa_tag_missing_where_the_autoscaler_reads_the_group_from_eks(world):
+    world.gpu_group["propagateASGTags"] = False
+    del world.gpu_group["tags"][f"{NODE_TEMPLATE}/resources/vpc.amazonaws.com/efa"]
+
+
+@case("gpu-group-cannot-scale-from-zero", FAIL, (CLUSTER, "nodeGroups.0.labels"))
+def empty_gpu_group_whose_labels_the_autoscaler_cannot_see(world):
+    group = world.gpu_group
+    world.cluster["managedNodeGroups"].remove(group)
+    world.cluster["nodeGroups"] = [group]  # self-managed: nothing is read from EKS
+    group["propagateASGTags"] = False
+    del group["tags"][f"{NODE_TEMPLATE}/label/role"]
 
 
 @case("gpu-group-cannot-scale-from-zero", PASS)
@@ -682,8 +717,21 @@ def gpu_group_that_never_goes_to_zero(world):
 
 @case("gpu-group-cannot-scale-from-zero", PASS)
 def labels_propagated_by_eksctl(world):
+    _autoscaler_policy_by_arn(world)
     for key in ("role", "nvidia.com/gpu.present"):
         del world.gpu_group["tags"][f"{NODE_TEMPLATE}/label/{key}"]
+
+
+@case("gpu-group-cannot-scale-from-zero", PASS)
+def labels_and_taint_read_from_eks_by_an_inline_policy(world):
+    for association in world.cluster["iam"]["podIdentityAssociations"]:
+        if association["serviceAccountName"] == "cluster-autoscaler":
+            del association["wellKnownPolicies"]
+            statement = {"Effect": "Allow", "Action": ["eks:DescribeNodegroup"], "Resource": "*"}
+            association["permissionPolicy"] = {"Version": "2012-10-17", "Statement": [statement]}
+    world.gpu_group["propagateASGTags"] = False
+    for key in ("label/role", "label/nvidia.com/gpu.present", "taint/nvidia.com/gpu"):
+        del world.gpu_group["tags"][f"{NODE_TEMPLATE}/{key}"]
 
 
 QUEUE = "ClusterQueue/training"
@@ -801,6 +849,21 @@ def reservation_across_two_zones(world):
     world.gpu_group["capacityReservation"] = RESERVATION
     world.gpu_group["efaEnabled"] = False
     world.gpu_group["availabilityZones"] = ["us-west-2a", "us-west-2b"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.instanceTypes"))
+def reservation_for_two_instance_types(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["efaEnabled"] = False
+    del world.gpu_group["instanceType"]
+    world.gpu_group["instanceTypes"] = ["p4d.24xlarge", "p5.48xlarge"]
+
+
+@case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.minSize"))
+def capacity_block_that_keeps_a_node(world):
+    world.gpu_group["capacityReservation"] = RESERVATION
+    world.gpu_group["instanceMarketOptions"] = {"marketType": "capacity-block"}
+    world.gpu_group["minSize"] = 1
 
 
 @case("reserved-capacity-invalid", FAIL, (CLUSTER, "managedNodeGroups.1.spot"), (CLUSTER, "managedNodeGroups.1.spot"))
@@ -1425,6 +1488,21 @@ def shell_variables_escaped_defaulted_or_disabled(world):
     ]
     world.storage_class["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
     world.storage_class["parameters"]["subnetId"] = "${SUBNET_OF_ANOTHER_TOOL}"
+    world.storage_class["parameters"]["securityGroupIds"] = "sg-0123456789abcdef0"
+
+
+@case("flux-variable-unset", FAIL, (FSX_CLASS, "parameters.securityGroupIds"), (FSX_CLASS, "parameters.subnetId"))
+def cluster_variables_where_substitution_is_disabled(world):
+    world.storage_class["metadata"]["labels"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
+
+
+@case("flux-variable-unset", FAIL, (JOB, f"{LAUNCHER}.containers.0.args.0"))
+def defaulted_variable_where_post_build_gives_no_variable(world):
+    world.kustomization("training")["spec"]["postBuild"] = {
+        "substituteFrom": [{"kind": "ConfigMap", "name": "optional-values", "optional": True}]
+    }
+    world.container("Launcher")["command"] = ["/bin/sh", "-c"]
+    world.container("Launcher")["args"] = ["mpirun -np ${NP:=16} python -m horovod_trainer.train"]
 
 
 @case("flux-variable-unset", PASS)
@@ -1454,6 +1532,17 @@ def substitution_source_applied_by_the_same_kustomization(world):
     )
     world.add("infrastructure", _config_map("fsx-values", {"FSX_SUBNET": "subnet-0a1b2c3d4e5f60718"}))
     world.storage_class["parameters"]["subnetId"] = "${FSX_SUBNET}"
+
+
+@case("flux-substitution-invalid", FAIL, (FLUX_INFRASTRUCTURE, "spec.postBuild.substitute.fsx.subnet"))
+def variable_name_flux_refuses(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substitute"] = {"fsx.subnet": "subnet-0a1b2c3d"}
+
+
+@case("flux-substitution-invalid", FAIL, (FSX_CLASS, ""))
+def value_that_breaks_the_yaml(world):
+    world.kustomization("infrastructure")["spec"]["postBuild"]["substitute"] = {"SUBNET_NOTE": "zone: a"}
+    world.storage_class["parameters"]["subnetNote"] = "${SUBNET_NOTE}"
 
 
 @case("flux-substitution-invalid", PASS)

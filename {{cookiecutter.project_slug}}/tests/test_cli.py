@@ -264,3 +264,26 @@ def test_an_interrupted_verb_says_so_in_one_line_and_leaves_nothing(repo, tmp_pa
     assert not progress, err
     assert one_line(result, verb, code=130) == "interrupted"
     untouched(repo)
+
+
+@pytest.mark.parametrize(
+    ("changed", "expected"),
+    [
+        ({"README.md": "x\n", "docs/notes.md": "x\n"}, "MANIFESTS=false\nLINTED=false\n"),
+        ({"trainer/extra.py": "x = 1\n"}, "MANIFESTS=false\nLINTED=true\n"),
+        ({".github/workflows/validate.yaml": "---\n"}, "MANIFESTS=true\nLINTED=true\n"),
+        ({"overlays/dev/settings.yaml": "# x\n"}, "MANIFESTS=true\nLINTED=true\n"),
+        ({"clusters/dev/notes.txt": "x\n"}, "MANIFESTS=true\nLINTED=false\n"),
+    ],
+)
+def test_ci_changes_tells_ci_what_a_change_touches(repo, changed, expected):
+    for name, text in changed.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(path.read_text() + text if path.is_file() else text)
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "change")
+    result = subprocess.run([str(repo / "scripts" / "ci-changes"), "HEAD^1"], cwd=repo, capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (0, expected), result.stderr
+    unknown = subprocess.run([str(repo / "scripts" / "ci-changes"), "no-such-ref"], cwd=repo, capture_output=True)
+    assert unknown.stdout == b"MANIFESTS=true\nLINTED=true\n"

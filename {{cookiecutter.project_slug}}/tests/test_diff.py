@@ -16,7 +16,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
 from diff_fixtures import GitRepo, Result, copy_manifests, environments, objects  # noqa: E402
 
-from gitops_tools.diff import sides  # noqa: E402
+from gitops_tools.diff import impact, sides  # noqa: E402
 from gitops_tools.render import render_repository  # noqa: E402
 
 MPIJOB = "MPIJob training/horovod-train"
@@ -95,7 +95,7 @@ def test_scaling_workers_shows_the_gpu_change_and_the_running_job(repo):
     envs = environments(result)
     assert envs["dev"]["status"] == "unchanged"
     prod = envs["prod"]
-    assert prod["counts"] == {"added": 0, "changed": 1, "removed": 0}
+    assert prod["counts"] == {"added": 0, "changed": 1, "moved": 0, "removed": 0}
     assert (prod["mpijob_gpus"]["before"], prod["mpijob_gpus"]["after"]) == (
         replicas * per_worker,
         (replicas + 2) * per_worker,
@@ -212,11 +212,15 @@ def test_adding_an_environment_adds_all_its_objects(repo):
     assert envs["dev"]["status"] == envs["prod"]["status"] == "unchanged"
     qa = envs["qa"]
     assert qa["status"] == "added"
-    assert qa["counts"] == {"added": expected, "changed": 0, "removed": 0}
+    assert qa["counts"] == {"added": expected, "changed": 0, "moved": 0, "removed": 0}
     assert {obj["status"] for obj in qa["objects"]} == {"added"}
     assert "new environment" in notice_titles(qa, "environment qa")
+    [dev] = render_repository(repo.root, ["dev"])
+    dev_figures = dict(zip(("mpijob_gpus", "gpu_quota", "gpu_capacity"), impact.figures(dev, dev), strict=True))
     for figure in ("mpijob_gpus", "gpu_quota"):
-        assert qa[figure]["before"] == 0 and qa[figure]["after"] == envs["dev"][figure]["after"], figure
+        assert qa[figure]["before"] == 0 and qa[figure]["after"] == dev_figures[figure].after, figure
+        # dev's inputs are the same on both sides: not rendered, its figures not known
+        assert envs["dev"][figure]["before"] is envs["dev"][figure]["after"] is None, figure
 
 
 def remove_the_claim(repo: GitRepo) -> None:
@@ -246,6 +250,69 @@ def test_deleting_the_pvc_warns_where_data_is_lost(repo):
         env = environments(result)[env_name]
         assert objects(env)[PVC]["status"] == "removed"
         assert notice_titles(env, PVC) == {title: severity}
+
+
+def move_dev_training_to(repo: GitRepo, namespace: str, how: str) -> None:
+    if how == "overlay":  # the overlay's `namespace:`
+        kustomization = repo.read_yaml("overlays/dev/training/kustomization.yaml")
+        kustomization["namespace"] = namespace
+        repo.write_yaml("overlays/dev/training/kustomization.yaml", kustomization)
+        return
+    # The Flux Kustomization's targetNamespace.
+    documents = list(yaml.safe_load_all(repo.path("clusters/dev/training.yaml").read_text()))
+    [training] = [d for d in documents if d and d["metadata"]["name"] == "training"]
+    training["spec"]["targetNamespace"] = namespace
+    repo.path("clusters/dev/training.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
+
+
+@pytest.mark.parametrize("how", ["overlay", "targetNamespace"])
+def test_a_namespace_rename_moves_each_object_and_still_deletes_the_old_namespace_and_its_claim(repo, how):
+    namespaced = {
+        (m.kind, m.name) for m in rendered(repo, "dev") if m.namespace == "training" and m.source == "training"
+    }
+    claim = find(repo, "dev", "PersistentVolumeClaim", "fsx-training")
+    assert find(repo, "dev", "StorageClass", claim["spec"]["storageClassName"]).get("reclaimPolicy", "Delete") == (
+        "Delete"
+    )
+    move_dev_training_to(repo, "ml2", how)
+
+    result = repo.diff("--base", "main", "--format", "json", "--exit-code")
+
+    assert result.code == 1, result.err
+    dev = environments(result)["dev"]
+    moved = {(o["kind"], o["name"]): o for o in dev["objects"] if o["status"] == "moved"}
+    assert set(moved) == namespaced and len(moved) == dev["counts"]["moved"] == 5
+    assert all(o["namespace_move"] == {"from": "training", "to": "ml2"} for o in moved.values())
+    assert all("-  namespace: training\n+  namespace: ml2" in o["diff"] for o in moved.values())
+    # None of them is also shown as removed or added; the Namespace itself is.
+    others = {(o["status"], o["kind"], o["name"]) for o in dev["objects"] if o["status"] in ("added", "removed")}
+    assert not {(kind, name) for _, kind, name in others} & namespaced
+    assert {("removed", "Namespace", "training"), ("added", "Namespace", "ml2")} <= others
+    # What the old namespace takes with it: the namespace and the claim notices agree on the volume.
+    fate = "its FSx for Lustre file system and all data on it are deleted (reclaimPolicy Delete)"
+    notices = {n["id"]: n for n in dev["notices"]}
+    assert notices["namespace-deleted"]["resource"] == "Namespace training"
+    assert f"PersistentVolumeClaim/fsx-training is deleted, and {fate}" in notices["namespace-deleted"]["message"]
+    assert notices["claim-deleted"]["resource"] == PVC and fate in notices["claim-deleted"]["message"]
+    assert environments(result)["prod"]["status"] == "unchanged"
+
+    shown = repo.diff("--base", "main").out
+    assert "> PersistentVolumeClaim fsx-training: namespace training -> ml2  (Kustomization training" in shown
+    assert "- PersistentVolumeClaim training/fsx-training" not in shown
+
+
+def test_a_claim_added_in_a_new_namespace_while_the_old_one_stays_is_added(repo):
+    claim = repo.read_yaml("overlays/base/training/pvc.yaml")
+    claim["metadata"]["namespace"] = "ml2"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml2"}}
+    repo.add_resource("overlays/dev/training", "ml2.yaml", namespace)
+    repo.add_resource("overlays/dev/training", "ml2-claim.yaml", claim)
+
+    result = repo.diff("--base", "main", "--format", "json")
+
+    dev = environments(result)["dev"]
+    assert dev["counts"] == {"added": 2, "changed": 0, "moved": 0, "removed": 0}
+    assert objects(dev)["PersistentVolumeClaim ml2/fsx-training"]["namespace_move"] is None
 
 
 def test_a_claim_flux_does_not_prune_is_left_on_the_cluster(repo):
@@ -391,8 +458,11 @@ def test_a_side_that_does_not_render_is_one_line_and_exit_2(repo):
 
     result = repo.cli("--base", "main")
 
-    # prod still renders: its diff is written, then dev's error (tests/test_robustness.py has more).
-    assert result.code == 2 and result.out.endswith("No changes in the rendered manifests.\n")
+    # prod still renders: dev's error, then prod's diff, then the error on stderr (tests/test_robustness.py
+    # has more).
+    assert result.code == 2 and result.out.endswith("\nNo changes in the environments that render.\n")
+    assert "No changes in the rendered manifests." not in result.out
+    assert "  ERROR dev: working tree does not render: overlays/dev/training" in result.out
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
     assert result.err.startswith("diff: working tree does not render: overlays/dev/training")
     assert result.err.endswith("(environment dev; its diff is left out)\n")

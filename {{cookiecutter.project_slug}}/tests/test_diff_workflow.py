@@ -113,3 +113,34 @@ def test_a_failed_diff_replaces_the_comment_with_its_error(tmp_path):
     assert "https://github.com/org/repo/actions/runs/42" in body
     assert not (tmp_path / "pwned").exists()
     assert (tmp_path / "summary.md").read_text() == body
+
+
+def test_an_environment_that_does_not_render_still_posts_the_comment_and_fails(tmp_path):
+    # scripts/diff writes the markdown (a "Not rendered" section and the others' diff), then exits 2.
+    script = (
+        'echo "text"; echo "## markdown with a Not rendered section" > "${@: -1}"; echo "diff: dev ..." >&2; exit 2'
+    )
+    env = fake_diff(tmp_path, script)
+
+    diff = run_step("Render both sides and diff", tmp_path, env)
+    assert diff.returncode == 2 and diff.stderr == "diff: dev ...\n"
+    comment = f"{marker()}\n\n## markdown with a Not rendered section\n"
+    assert (tmp_path / "comment.md").read_text() == comment
+
+    failure = run_step("Describe the failure", tmp_path, env)
+    assert failure.returncode == 0, failure.stderr
+    assert (tmp_path / "comment.md").read_text() == comment  # not replaced by the first error line
+    assert (tmp_path / "summary.md").read_text() == "## markdown with a Not rendered section\n"
+
+
+def test_a_change_that_touches_no_manifest_renders_nothing_and_only_updates_an_earlier_comment(tmp_path):
+    assert "if" not in yaml.safe_load(WORKFLOW.read_text())["jobs"]["diff"]  # always reports
+    for name in ("Install the tooling", "Render both sides and diff", "Cache the renders"):
+        assert step(name)["if"] == "env.MANIFESTS == 'true'", name
+    env = {"RUNNER_TEMP": str(tmp_path), "MARKER": marker(), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    result = run_step("Nothing to render", tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    body = (tmp_path / "comment.md").read_text()
+    assert body.startswith(f"{marker()}\n\n## Manifest diff\n") and "nothing to diff" in body
+    script = step("Create or update the comment")["run"]
+    assert '[ -z "$id" ] && [ "$MANIFESTS" != true ]' in script  # no new comment for such a change

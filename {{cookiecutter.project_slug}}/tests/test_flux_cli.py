@@ -9,6 +9,7 @@ own `make test` sets it, so there they always run).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -104,3 +105,82 @@ def test_flux_side_transforms_render_as_flux_builds_them(repo_copy, transform):
     training = kustomizations(repo_copy, "dev")["training"]
     expected = flux_build(repo_copy, training)
     assert ours(training) == expected
+
+
+# Post-build substitution with inline values: `flux build --dry-run` reads no substituteFrom source (it would
+# need the cluster), so the comparison uses spec.postBuild.substitute only; every variable has a value or a
+# default (the CLI substitutes leniently unless --strict-substitute, the controller strictly).
+SUBSTITUTED = """---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: substituted
+  namespace: training
+data:
+  run: ${RUN_NAME}
+  upper: ${RUN_NAME^^}
+  escaped: $${RUN_NAME} $$${RUN_NAME}
+  defaulted: ${EPOCHS:=ten}
+  quoted: "x ${QUOTE} y"
+  script: |
+    cd ${RUN_NAME}
+    echo $${HOME}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: left-alone
+  namespace: training
+  labels:
+    kustomize.toolkit.fluxcd.io/substitute: disabled
+data:
+  script: echo ${RUN_NAME} $${HOME}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: substituted
+  namespace: training
+spec:
+  replicas: ${WORKERS}
+  selector:
+    matchLabels:
+      app: substituted
+  template:
+    metadata:
+      labels:
+        app: substituted
+    spec:
+      containers:
+        - name: main
+          image: busybox:1.36
+          args: ["--workers=${WORKERS}", "${WORKERS}", "${ENABLED}", "${SCALE}", "${FLAG}", "${DAY}", "${OCTAL}"]
+"""
+
+
+def test_post_build_substitution_renders_as_flux_builds_it(repo_copy):
+    folder = repo_copy / "overlays/dev/training"
+    (folder / "substituted.yaml").write_text(SUBSTITUTED)
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    kustomization["resources"].append("substituted.yaml")
+    (folder / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
+    entry = repo_copy / "clusters/dev/training.yaml"
+    doc = yaml.safe_load(entry.read_text())
+    values = {"RUN_NAME": "nightly", "WORKERS": "3", "ENABLED": "true", "QUOTE": 'say "hi" \\ now'}
+    # read back as Go's YAML reads them, not as PyYAML would: 1e3 a number, y a boolean, a date a string
+    values |= {"SCALE": "1e3", "FLAG": "y", "DAY": "2024-01-01", "OCTAL": "010"}
+    # spec.postBuild last, every value double-quoted so that the Flux CLI reads each as a string
+    quoted = "".join(f"      {key}: {json.dumps(value)}\n" for key, value in values.items())
+    entry.write_text(yaml.safe_dump(doc, sort_keys=False) + "  postBuild:\n    substitute:\n" + quoted)
+    training = kustomizations(repo_copy, "dev")["training"]
+    expected = flux_build(repo_copy, training)
+    assert ours(training) == expected
+    # and the substitution did happen: a number, a boolean, an escape, a disabled object
+    deployment = expected[("apps/v1", "Deployment", "training", "substituted")]
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "--workers=3", 3, True, 1000, True, "2024-01-01", 8
+    ]  # fmt: skip
+    data = expected[("v1", "ConfigMap", "training", "substituted")]["data"]
+    assert (data["escaped"], data["upper"], data["defaulted"]) == ("${RUN_NAME} $nightly", "NIGHTLY", "ten")
+    assert expected[("v1", "ConfigMap", "training", "left-alone")]["data"]["script"] == "echo ${RUN_NAME} $${HOME}"

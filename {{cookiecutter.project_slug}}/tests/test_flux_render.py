@@ -108,7 +108,7 @@ def test_a_backdoor_in_clusters_env_shows_in_the_diff(repo):
 
     assert result.code == 0, result.err
     prod = environments(result)["prod"]
-    assert prod["counts"] == {"added": 1, "changed": 0, "removed": 0}, result.err
+    assert prod["counts"] == {"added": 1, "changed": 0, "moved": 0, "removed": 0}, result.err
     assert list(objects(prod)) == ["ClusterRoleBinding backdoor"]
     assert environments(result)["dev"]["status"] == "unchanged"
 
@@ -149,7 +149,9 @@ def test_target_namespace_moves_every_object_and_the_diff_shows_it(repo):
     assert result.code == 0, result.err
     assert job.namespace == "ml"
     changed = objects(environments(result)["prod"])
-    assert "MPIJob ml/horovod-train" in changed and MPIJOB in changed
+    # One entry: a move from training to ml, not a removal and an addition (diff/pairing.py).
+    assert changed["MPIJob ml/horovod-train"]["status"] == "moved" and MPIJOB not in changed
+    assert changed["MPIJob ml/horovod-train"]["namespace_move"] == {"from": "training", "to": "ml"}
 
 
 def test_flux_patches_scale_the_workers(repo):

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
-from gitops_tools import render_cache
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # diff_fixtures sits next to this file
+from diff_fixtures import GitRepo, environments  # noqa: E402
+
+from gitops_tools import kustomize, model, render, render_cache  # noqa: E402
+from gitops_tools.diff import sides  # noqa: E402
 
 
 def test_a_build_reads_its_overlay_the_bases_it_names_and_its_settings_not_another_environments(repo_copy):
@@ -111,3 +118,166 @@ def test_a_failed_build_is_not_remembered(tmp_path):
     assert not list((tmp_path / "cache").rglob("*.yaml"))
     assert cache.get_or_build("ef" * 32, lambda: "fixed") == "fixed"
     assert len(list((tmp_path / "cache").rglob("*.yaml"))) == 1
+
+
+# --- The cache in renders: what is built again, and what is read back ---
+
+
+def dumped(environments) -> dict[str, str]:
+    return {e.name: model.dump([*e.objects, *([e.cluster_config] if e.cluster_config else [])]) for e in environments}
+
+
+def uncached(root, monkeypatch) -> dict[str, str]:
+    with monkeypatch.context() as patched:
+        patched.setenv("GITOPS_RENDER_CACHE", "off")
+        return dumped(render.render_repository(root))
+
+
+def builds_of(root) -> tuple[int, int]:
+    """(kustomize builds run, builds read from the cache) by one render of `root`."""
+    cache = render_cache.shared()
+    before = cache.builds, cache.hits
+    render.render_repository(root)
+    return cache.builds - before[0], cache.hits - before[1]
+
+
+def append(path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+# dev and prod: training, infrastructure and eksctl each (clusters/<env> is plain files, no kustomize).
+BUILDS = 6
+
+
+def test_an_unchanged_render_runs_no_kustomize_and_reads_the_same_objects(repo_copy, render_cache_dir, monkeypatch):
+    assert builds_of(repo_copy) == (BUILDS, 0)
+    assert builds_of(repo_copy) == (0, BUILDS)  # this process's memory
+    render_cache._SHARED.clear()  # a later run: only the disk remains
+    first = dumped(render.render_repository(repo_copy))
+    assert (render_cache.shared().builds, render_cache.shared().hits) == (0, BUILDS)
+    assert len(list(render_cache_dir.rglob("*.yaml"))) == BUILDS
+    assert first == uncached(repo_copy, monkeypatch)
+
+
+def test_each_kind_of_input_builds_again_only_the_overlays_that_read_it(repo_copy, render_cache_dir, monkeypatch):
+    training = repo_copy / "overlays/dev/training"
+    (training / "patch.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: training\n  labels:\n    patched: one\n"
+    )
+    (training / "data.txt").write_text("one\n")
+    append(
+        training / "kustomization.yaml",
+        "patches:\n  - path: patch.yaml\nconfigMapGenerator:\n  - name: extra\n    namespace: training\n"
+        "    files:\n      - data.txt\n",
+    )
+    assert builds_of(repo_copy) == (BUILDS, 0)
+    (training / "patch.yaml").write_text((training / "patch.yaml").read_text().replace("one", "two"))
+    assert builds_of(repo_copy) == (1, BUILDS - 1)  # a patch file
+    (training / "data.txt").write_text("two\n")
+    assert builds_of(repo_copy) == (1, BUILDS - 1)  # a generator's file
+    append(repo_copy / "overlays/base/training/environment/kustomization.yaml", "# a component\n")
+    assert builds_of(repo_copy) == (2, BUILDS - 2)  # a component both training overlays use
+    flux = repo_copy / "clusters/dev/training.yaml"
+    flux.write_text(
+        flux.read_text().replace("  path: ./overlays/dev/training", "  path: ./overlays/dev/training\n  namePrefix: x-")
+    )
+    assert builds_of(repo_copy) == (1, BUILDS - 1)  # a Flux-side transform
+    assert builds_of(repo_copy) == (0, BUILDS)
+    rendered = dumped(render.render_repository(repo_copy))
+    assert "name: x-horovod-train" in rendered["dev"] and "patched: two" in rendered["dev"]
+    assert rendered == uncached(repo_copy, monkeypatch)
+
+
+def test_a_damaged_or_half_written_entry_is_never_read(repo_copy, render_cache_dir, monkeypatch):
+    render.render_repository(repo_copy)
+    entries = sorted(render_cache_dir.rglob("*.yaml"))
+    assert len(entries) == BUILDS
+    half = entries[0].read_bytes()
+    entries[0].write_bytes(half[: len(half) // 2])  # cut short
+    changed = entries[1].read_bytes().replace(b'"kind"', b'"kinb"', 1)
+    assert changed != entries[1].read_bytes()
+    entries[1].write_bytes(changed)  # changed in place
+    entries[2].write_bytes(b"")
+    render_cache._SHARED.clear()
+    assert builds_of(repo_copy) == (3, BUILDS - 3)
+    assert dumped(render.render_repository(repo_copy)) == uncached(repo_copy, monkeypatch)
+
+
+def test_off_builds_every_time(repo_copy, monkeypatch):
+    monkeypatch.setenv("GITOPS_RENDER_CACHE", "off")
+    assert render_cache.shared() is None
+    calls = []
+    original = kustomize.build
+    monkeypatch.setattr(kustomize, "build", lambda path: calls.append(path) or original(path))
+    render.render_repository(repo_copy)
+    render.render_repository(repo_copy)
+    assert len(calls) == 2 * BUILDS
+
+
+# --- diff: an environment whose inputs are the same on both sides is not rendered ---
+
+
+def test_a_one_environment_change_renders_that_environment_only_and_diffs_as_a_full_render(
+    tmp_path, render_cache_dir, monkeypatch
+):
+    repo = GitRepo.create(tmp_path / "repo")
+    settings = repo.path("overlays/dev/settings.yaml")
+    settings.write_text(settings.read_text().replace("  workers: 2\n", "  workers: 3\n", 1))
+    base, head = sides.side("main", repo.root), sides.side(None, repo.root)
+    rendered = sides.render_sides(base, head, repo.root, None)
+    assert [e.name for e in rendered.base] == [e.name for e in rendered.head] == ["dev"]
+    assert rendered.unchanged == ["prod"]
+
+    cached = environments(repo.diff("--base", "main", "--format", "json"))
+    monkeypatch.setenv("GITOPS_RENDER_CACHE", "off")
+    full = environments(repo.diff("--base", "main", "--format", "json"))
+    assert cached["dev"] == full["dev"] and cached["dev"]["counts"]["changed"] == 1
+    assert cached["prod"]["status"] == full["prod"]["status"] == "unchanged"
+    assert cached["prod"]["objects"] == full["prod"]["objects"] == []
+    assert cached["prod"]["mpijob_gpus"]["after"] is None and full["prod"]["mpijob_gpus"]["after"] == 16
+
+
+def test_a_change_to_a_shared_base_renders_every_environment(tmp_path, render_cache_dir):
+    repo = GitRepo.create(tmp_path / "repo")
+    append(repo.path("overlays/base/training/pvc.yaml"), "# shared\n")
+    rendered = sides.render_sides(sides.side("main", repo.root), sides.side(None, repo.root), repo.root, None)
+    assert [e.name for e in rendered.head] == ["dev", "prod"] and rendered.unchanged == []
+
+
+def test_yamllint_results_are_kept_by_text_and_configuration(repo_copy, render_cache_dir):
+    from gitops_tools.validate.lint import lint
+
+    extra = repo_copy / "overlays/dev/extra.yaml"
+    extra.write_text("---\na:  1\n")
+
+    def findings():
+        return [(f.file, f.line, f.message, f.severity) for f in lint([extra], repo_copy, lambda line: None)]
+
+    first = findings()
+    assert first == [("overlays/dev/extra.yaml", 2, "too many spaces after colon (colons)", "error")]
+    assert (render_cache.shared().builds, render_cache.shared().hits) == (1, 0)
+    render_cache._SHARED.clear()  # a later run
+    assert findings() == first
+    assert (render_cache.shared().builds, render_cache.shared().hits) == (0, 1)
+    config = repo_copy / ".yamllint"
+    config.write_text(config.read_text() + "  colons: disable\n")
+    assert findings() == []  # another configuration: linted again
+    assert render_cache.shared().builds == 1
+    extra.write_text("---\nb:  1\n")
+    config.write_text(config.read_text().replace("  colons: disable\n", ""))
+    assert findings() == [("overlays/dev/extra.yaml", 2, "too many spaces after colon (colons)", "error")]
+    assert render_cache.shared().builds == 2  # another text: linted again
+
+
+def test_an_entry_is_json_only_when_json_gives_the_documents_back_exactly():
+    from gitops_tools import flux_build
+
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  n: '1'\n"
+    entry = flux_build._entry(plain, "x")
+    assert entry.startswith("json\n")
+    assert flux_build._from_entry(entry, "x") == [yaml.safe_load(plain)]
+    for odd in ("when: 2024-01-01\n", "1: one\n", "b: !!binary aGk=\n"):
+        text = f"apiVersion: v1\nkind: Thing\nmetadata:\n  name: a\nspec:\n  {odd}"
+        entry = flux_build._entry(text, "x")
+        assert entry.startswith("yaml\n"), odd
+        assert flux_build._from_entry(entry, "x") == [yaml.safe_load(text)], odd

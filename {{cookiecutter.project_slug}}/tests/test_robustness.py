@@ -122,7 +122,10 @@ def test_an_alias_bomb_in_an_overlay_is_refused_before_kustomize_reads_it(repo):
     expected = (
         "overlays/prod/training/lol.yaml: its aliases expand to more than 1,000,000 nodes (an alias bomb?); refused"
     )
-    assert one_line(tool(repo, "render", "--env", "prod"), "render") == expected
+    result = tool(repo, "render", "--env", "prod")
+    # Builds that finished first may have printed their progress lines; the error is the last line.
+    errors = [line for line in result.stderr.strip().splitlines() if " objects" not in line]
+    assert (result.returncode, errors) == (2, [f"render: {expected}"]), result.stderr
 
     # The other environment's diff is still shown; prod is reported broken, by that one line.
     (repo / "overlays" / "dev" / "settings.yaml").write_text(
@@ -320,10 +323,32 @@ def test_an_environment_that_does_not_render_leaves_the_others_shown(repo):
 
     # Broken on the base side: dev is left out too (not shown as removed or added).
     git(repo, "commit", "--quiet", "-am", "dev broken")
-    git(repo, "checkout", "--quiet", "main", "--", "overlays/dev")
+    git(repo, "checkout", "--quiet", "HEAD~1", "--", "overlays/dev")  # the working tree's dev renders
     result = tool(repo, "diff", "--base", "HEAD", "--format", "json")
     assert result.returncode == 2 and [env["name"] for env in json.loads(result.stdout)["environments"]] == ["prod"]
     assert result.stderr.startswith("diff: HEAD (") and "(environment dev; its diff is left out)" in result.stderr
+
+
+def test_the_comment_and_the_text_name_the_broken_environment_first_escaped(repo, tmp_path):
+    kustomization = repo / "overlays" / "dev" / "training" / "kustomization.yaml"
+    config = yaml.safe_load(kustomization.read_text())
+    config["resources"].append("x`</details><b>y.yaml")  # a name that would end the comment's HTML
+    kustomization.write_text(yaml.safe_dump(config, sort_keys=False))
+    comment = tmp_path / "comment.md"
+
+    result = tool(repo, "diff", "--base", "main", "--markdown-output", str(comment))
+
+    assert result.returncode == 2, result.stderr
+    [line] = [e for e in result.stderr.splitlines() if "does not render" in e]
+    error = line.removeprefix("diff: ")
+    assert "x`</details><b>y.yaml" in error and str(repo) not in error
+    body = comment.read_text()
+    assert body.index("### 🛑 Not rendered") < body.index("No changes in the environments that render.")
+    [item] = [e for e in body.splitlines() if e.startswith("- **dev**: ")]
+    assert item == f"- **dev**: ``{error}``"  # one backtick inside, so a two-backtick span: all of it is text
+    assert "No changes in the rendered manifests." not in body + result.stdout
+    text = result.stdout
+    assert text.index(f"  ERROR dev: {error}") < text.index("No changes in the environments that render.")
 
 
 def test_a_diff_of_only_the_broken_environment_is_one_error(repo):

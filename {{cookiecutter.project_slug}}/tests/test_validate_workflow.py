@@ -11,12 +11,32 @@ from conftest import REPO
 WORKFLOW = Path(".github") / "workflows" / "validate.yaml"
 
 
-def test_runs_yamllint_ruff_and_validate_on_every_pull_request():
+def test_runs_yamllint_ruff_and_validate_on_every_pull_request_and_the_default_branch():
     workflow = yaml.safe_load((REPO / WORKFLOW).read_text())
-    assert workflow.get("on", workflow.get(True)) == {"pull_request": None}  # YAML 1.1 reads `on` as true
+    # YAML 1.1 reads `on` as true. The default branch's runs fill the render cache pull requests restore.
+    assert workflow.get("on", workflow.get(True)) == {"pull_request": None, "push": {"branches": ["**"]}}
+    [job] = workflow["jobs"].values()
+    assert job["if"] == (
+        "github.event_name == 'pull_request' || github.ref_name == github.event.repository.default_branch"
+    )
     commands = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
     assert any(c.startswith(".venv/bin/yamllint --format github") for c in commands)
     lines = [line for c in commands for line in c.splitlines()]
     assert ".venv/bin/ruff check --output-format github ." in lines and ".venv/bin/ruff format --check ." in lines
     assert "scripts/validate --format github" in commands
     assert workflow["permissions"] == {"contents": "read"}
+
+
+def test_a_change_that_touches_no_manifest_or_linted_file_skips_every_heavy_step_but_still_reports():
+    workflow = yaml.safe_load((REPO / WORKFLOW).read_text())
+    [job] = workflow["jobs"].values()
+    assert job["if"].startswith("github.event_name == 'pull_request' ||")  # a required check never waits
+    steps = {step.get("name", step.get("uses")): step for step in job["steps"]}
+    assert "scripts/ci-changes HEAD^1" in steps["What the change touches"]["run"]
+    assert steps["validate"]["if"] == "env.MANIFESTS == 'true'"
+    for name in ("Install the tooling", "yamllint", "ruff", "actions/setup-python@v6"):
+        assert steps[name]["if"] == "env.MANIFESTS == 'true' || env.LINTED == 'true'", name
+    cache = steps["Cache the renders"]
+    assert cache["with"]["path"] == "~/.cache/gitops-renders"
+    assert "hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'platform.yaml')" in cache["with"]["key"]
+    assert cache["with"]["restore-keys"].strip() in cache["with"]["key"]

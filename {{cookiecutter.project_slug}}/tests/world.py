@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from gitops_tools import post_build
 from gitops_tools.model import FluxKustomization, Manifest, Scope
 from gitops_tools.validate.load import kubernetes_version_of
 
@@ -125,6 +126,8 @@ class World:
                 rendered=name not in self.unrendered,
             )
             kustomizations.append(kustomization)
+        post_build.substitute_environment(kustomizations)  # as render_repository does
+        for kustomization in kustomizations:
             objects += [kustomization.manifest, *kustomization.objects]
         cluster = Manifest(self.cluster, f"overlays/{self.env}/eksctl", self.env, "eksctl") if self.cluster else None
         scope = Scope(self.env, objects, cluster, kustomizations if self.flux else [], complete=self.complete)

@@ -190,6 +190,14 @@ def check_spot(env: str, efa: bool, reservation: str) -> str | None:
     return None
 
 
+def check_dev_spot(choice: str) -> str | None:
+    """The template's dev environment on Spot GPU nodes. Dev never has EFA or a reservation (generate/template.py),
+    so check_spot's refusals cannot apply; only the answer itself can be wrong."""
+    if choice not in YES_NO:
+        return _bad("dev_gpu_spot", choice, "is not yes or no", "answer yes or no")
+    return None
+
+
 def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> str | None:
     if deployment_type not in fsx.DEPLOYMENT_TYPES:
         return _bad(
@@ -302,6 +310,7 @@ def check_answers(answers: dict) -> list[str]:
     ]
     problems += check_environment_answers(answers)
     problems += [
+        check_dev_spot(answers.get("dev_gpu_spot", "no")),
         check_image_repository(answers["trainer_image_repository"]),
         check_image_tag(answers["_trainer_image_tag"]),
         check_git(answers["git_repository_url"], answers["git_branch"]),

@@ -48,6 +48,36 @@ _ASSIGNMENTS = (
 )
 OPTION = re.compile(r"--?([A-Za-z][\w-]*)")
 
+# Values Flux's post-build substitution took from a Secret of the repository (post_build.py adds them):
+# wherever one lands (an env value, a URL in a ConfigMap), it is masked like a credential. A value is
+# masked inside longer text from this many characters on; a shorter one only where it is the whole value
+# (masking every "ab" in every message would hide everything else).
+_SUBSTITUTED_SECRETS: set[str] = set()
+_SECRET_SUBSTRING = 4
+
+
+def add_substituted_secrets(values) -> None:
+    _SUBSTITUTED_SECRETS.update(str(v) for v in values if str(v))
+
+
+def is_substituted_secret(value) -> bool:
+    """Whether a whole value (a string, or a number Flux's substitution made of one) came from a Secret."""
+    return not isinstance(value, bool) and value is not None and str(value) in _SUBSTITUTED_SECRETS
+
+
+def _substituted_spans(text: str) -> list[tuple[int, int]]:
+    if text in _SUBSTITUTED_SECRETS:
+        return [(0, len(text))]
+    spans = []
+    for value in _SUBSTITUTED_SECRETS:
+        if len(value) < _SECRET_SUBSTRING:
+            continue
+        start = text.find(value)
+        while start >= 0:
+            spans.append((start, start + len(value)))
+            start = text.find(value, start + 1)
+    return spans
+
 
 def looks_like_credential(name: str) -> bool:
     words = [word.upper() for word in _WORDS.findall(str(name))]
@@ -63,7 +93,7 @@ def looks_like_credential(name: str) -> bool:
 
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where the secrets in a string are (start, end), in order and not overlapping."""
-    spans = [match.span(2) for match in _URL_PASSWORD.finditer(text)]
+    spans = [match.span(2) for match in _URL_PASSWORD.finditer(text)] + _substituted_spans(text)
     for pattern in _ASSIGNMENTS:
         spans += [match.span(2) for match in pattern.finditer(text) if looks_like_credential(match.group(1))]
     merged: list[tuple[int, int]] = []

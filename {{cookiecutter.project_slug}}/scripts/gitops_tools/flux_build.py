@@ -16,23 +16,27 @@ apply), with fluxcd/pkg kustomize v1.35.4 (kustomize/kustomize_generator.go), an
 - spec.commonMetadata labels and annotations are set on every object after the build (apply,
   ssautil.SetCommonMetadata). Here: the same, on the parsed objects.
 
-postBuild substitution is not applied here (rules/flux.py checks its variables).
+spec.postBuild variable substitution runs after this, once every Kustomization of an environment is
+built (post_build.py: a substituteFrom source may be an object another Kustomization applies).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import yaml
 
-from . import kustomize
+from . import kustomize, render_cache
 from .errors import InputError
-from .model import Manifest, parse_stream
+from .model import Manifest
+from .model.manifest import from_documents, load_documents
 
 # libyaml's loader where PyYAML has it: every kustomization file is read before the builds.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -312,44 +316,114 @@ def build(workspace: Workspace, rel_path: str, spec: dict, env: str, source: str
 
     A folder without a kustomization file gets the generated one in a new folder of the workspace (its
     paths lead back to the folder, so nothing is changed in place); one whose own kustomization file
-    Flux rewrites is built in a private copy of the workspace, as other builds may read that file."""
+    Flux rewrites is built in a private copy of the workspace, as other builds may read that file.
+    kustomize's output is kept by a hash of what the build reads (render_cache), so a build whose
+    inputs did not change since an earlier one, in this run or a cached one, is not run again."""
     shared = workspace.path / rel_path
-    private, generated, origins = None, None, ""
+    transforms = _transforms(spec)
+    generated, origins = None, ""
+    private: list[Workspace] = []
     try:
         if not kustomize.has_kustomization(shared):
             generated = Path(tempfile.mkdtemp(prefix=".flux-generated-", dir=workspace.path))
             listed, plain = _generated(shared, generated)
-            if plain is not None and not _transforms(spec):
+            if plain is not None and not transforms:
                 objects = _as_listed(plain, workspace.path, env, source)
                 if objects is not None:
                     _common_metadata(objects, spec.get("commonMetadata"))
                     return objects
             doc = _with_transforms(listed, spec)
             (generated / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-            folder = generated
             origins = generated.name if "resources" in doc else ""
-        elif _transforms(spec):
-            private = workspace.fork()
-            folder = private.path / rel_path
-            existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
-            doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
-            existing.unlink()
-            existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+            run = partial(kustomize.build, generated)
+            mode = "generated"
+        elif transforms:
+            run = partial(_build_rewritten, workspace, rel_path, spec, private)
+            mode = "rewritten"
         else:
-            folder = shared
-        objects = parse_stream(kustomize.build(folder), rel_path or ".", env=env, source=source)
+            run = partial(kustomize.build, shared)
+            mode = "as-is"
+        run = partial(_relative_errors, run, workspace, private)
+        docs = _cached(workspace, shared, mode, transforms, run, rel_path or ".")
+        objects = from_documents(docs, rel_path or ".", env=env, source=source)
     except InputError as error:
-        message = str(error).replace(str(private.path if private else workspace.path) + "/", "")
+        message = str(error).replace(str(private[0].path if private else workspace.path) + "/", "")
         raise InputError(message) from None
     finally:
-        if private:
-            private.close()
+        for copy in private:
+            copy.close()
         if generated:
             shutil.rmtree(generated, ignore_errors=True)
     if origins:
         _take_origins(objects, origins)
     _common_metadata(objects, spec.get("commonMetadata"))
     return objects
+
+
+def _relative_errors(run, workspace: Workspace, private: list) -> str:
+    """Run a build; its error names files relative to the repository (a build another render waits
+    for, in the cache, reports to it too)."""
+    try:
+        return run()
+    except InputError as error:
+        message = str(error)
+        for copy in (*private, workspace):
+            message = message.replace(str(copy.path) + "/", "")
+        raise InputError(message) from None
+
+
+def _build_rewritten(workspace: Workspace, rel_path: str, spec: dict, private: list) -> str:
+    """Build `rel_path` with Flux's rewrite of its kustomization file, in a private copy of the workspace."""
+    copy = workspace.fork()
+    private.append(copy)
+    folder = copy.path / rel_path
+    existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
+    doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
+    existing.unlink()
+    existing.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return kustomize.build(folder)
+
+
+def _cached(workspace: Workspace, folder: Path, mode: str, transforms: dict, run, file: str) -> list:
+    """The documents kustomize outputs for `folder`, from the render cache when its inputs were built before.
+
+    The key: every file the build reads, named relative to the workspace (so a base checkout and the
+    working tree share entries), how Flux changes the build (`mode`, its transforms and the components
+    they add, read from the folder and, for a generated kustomization, from the repository root), and
+    the kustomize binary with its flags."""
+    cache = render_cache.shared()
+    if cache is None:
+        return load_documents(run(), file)
+    folders = [folder]
+    for component in transforms.get("components") or []:
+        if isinstance(component, str):
+            folders += [folder / component, workspace.path / component]
+    extra = json.dumps({"mode": mode, "transforms": transforms}, sort_keys=True, default=str)
+    key = render_cache.fingerprint(workspace.path, folders, extra)
+    return _from_entry(cache.get_or_build(key, lambda: _entry(run(), file)), file)
+
+
+def _entry(text: str, file: str) -> str:
+    """What the cache keeps of a build: its documents as JSON when JSON holds them exactly (read back many
+    times faster than YAML), else kustomize's YAML. A stream that does not load fails here, uncached."""
+    docs = load_documents(text, file)
+    if all(_json_exact(doc) for doc in docs):
+        return "json\n" + json.dumps(docs, separators=(",", ":"))
+    return "yaml\n" + text
+
+
+def _from_entry(entry: str, file: str) -> list:
+    form, _, body = entry.partition("\n")
+    return json.loads(body) if form == "json" else load_documents(body, file)
+
+
+def _json_exact(value) -> bool:
+    """Whether JSON gives `value` back as it is (no timestamp, binary or non-string key)."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_exact(item) for item in value)
+    return value is None or isinstance(value, (str, int, float))
 
 
 def _take_origins(objects: list[Manifest], rel_path: str) -> None:

@@ -13,7 +13,7 @@ from .credentials import mask_text
 from .errors import InputError
 
 # kustomize-controller builds with this restrictor, so a render here matches what Flux applies.
-_FLAGS = ["--load-restrictor", "LoadRestrictionsNone"]
+FLAGS = ["--load-restrictor", "LoadRestrictionsNone"]
 # The file names kustomize reads a folder's kustomization from.
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 # kubectl logs its error through klog: `E1123 01:54:05.362503  32540 run.go:72] "command failed" err="..."`,
@@ -93,7 +93,7 @@ def build(path: Path) -> str:
     if not has_kustomization(path):
         raise InputError(f"{path}: no kustomization.yaml")
     try:
-        result = subprocess.run([*command(), *_FLAGS, str(path)], capture_output=True, text=True)
+        result = subprocess.run([*command(), *FLAGS, str(path)], capture_output=True, text=True)
     except OSError as error:
         raise InputError(f"{path}: cannot run {command()[0]}: {error.strerror}") from None
     if result.returncode != 0:

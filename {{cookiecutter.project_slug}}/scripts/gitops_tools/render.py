@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import cli, flux_build, render_cache, yaml_limits
+from . import cli, flux_build, post_build, render_cache, yaml_limits
 from .errors import InputError
 from .kustomize import KUSTOMIZATION_FILES
 from .model import (
@@ -110,7 +110,8 @@ def render_repository(
     Each environment starts from what Flux applies from clusters/<env> (an entry named flux-system) and
     follows every Flux Kustomization that builds from this repository. A Flux Kustomization whose path
     does not exist is an input error, or with `skip_missing` is kept with no objects and `rendered`
-    False (validate reports it as a finding).
+    False (validate reports it as a finding). Once all are built, Flux's post-build variable
+    substitution is applied (post_build.py).
     """
     names = envs or environment_names(root)
     unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
@@ -130,6 +131,8 @@ def render_repository(
         _run_jobs(workspace, jobs, progress, skip_missing)
     finally:
         workspace.close()
+    for environment in environments:
+        post_build.substitute_environment(environment.kustomizations)
     return environments
 
 

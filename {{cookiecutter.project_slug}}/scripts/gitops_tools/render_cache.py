@@ -24,16 +24,19 @@ import shutil
 import tempfile
 import threading
 from concurrent.futures import Future
+from contextlib import suppress
 from pathlib import Path
 
 import yaml
 
-from .flux_build import named_paths
-from .kustomize import KUSTOMIZATION_FILES, command
+from . import flux_build
+from .kustomize import FLAGS, KUSTOMIZATION_FILES, command
 
 CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
+# Values of GITOPS_RENDER_CACHE that turn caching off: every build runs kustomize, every diff renders all.
+_OFF = ("off", "0", "false", "no")
 # Bump when what is cached changes shape, so older entries are never read.
-_FORMAT = "1"
+_FORMAT = "2"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REMOTE_PREFIXES = ("github.com/", "git@", "gitlab.com/", "bitbucket.org/")
 _SKIPPED_FOLDERS = (".git", ".venv", "node_modules", "__pycache__")
@@ -44,8 +47,8 @@ class Unfollowable(Exception):
 
 
 def default_cache_dir() -> Path:
-    configured = os.environ.get(CACHE_VARIABLE)
-    if configured:
+    configured = os.environ.get(CACHE_VARIABLE, "").strip()
+    if configured and configured.lower() not in _OFF:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "gitops-tools" / "renders"
@@ -56,11 +59,27 @@ def _config(folder: Path) -> dict | None:
         file = folder / name
         if file.is_file():
             try:
-                loaded = yaml.load(file.read_text(), Loader=_LOADER)
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                return _parsed(file.read_bytes())
+            except OSError:
                 return {}  # kustomize fails on it; the folder's files are still the inputs
-            return loaded if isinstance(loaded, dict) else {}
     return None
+
+
+# Parsed kustomization files by content: every overlay reads the same bases, and a fingerprint
+# reads them for each build and each environment. Callers only read what is returned.
+_PARSED: dict[bytes, dict] = {}
+
+
+def _parsed(content: bytes) -> dict:
+    key = hashlib.sha256(content).digest()
+    found = _PARSED.get(key)
+    if found is None:
+        try:
+            loaded = yaml.load(content.decode(), Loader=_LOADER)
+        except (UnicodeDecodeError, yaml.YAMLError):
+            loaded = {}
+        found = _PARSED[key] = loaded if isinstance(loaded, dict) else {}
+    return found
 
 
 def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
@@ -75,15 +94,21 @@ def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
         return
     config = _config(path)
     if config is None:
-        # No kustomization: Flux generates one from every manifest below the folder.
+        # No kustomization: Flux generates one from every manifest below the folder, and lists each
+        # sub-folder that has a kustomization file as a whole (which may read outside the folder).
         for current, folders, files in os.walk(path):
+            here = Path(current)
+            if here != path and _config(here) is not None:
+                folders.clear()
+                _walk(here, found, seen)
+                continue
             folders[:] = [f for f in folders if f not in _SKIPPED_FOLDERS]
-            found.update(Path(current) / name for name in files)
+            found.update(here / name for name in files)
         return
     if config.get("helmCharts") or config.get("helmChartInflationGenerator"):
         raise Unfollowable(f"{path}: Helm charts are fetched at build time")
     found.update(entry for entry in path.iterdir() if entry.is_file())
-    for _, named in named_paths(config):
+    for _, named in flux_build.named_paths(config):
         if "://" in named or named.startswith(_REMOTE_PREFIXES):
             raise Unfollowable(f"{path}: remote base {named}")
         _walk(Path(os.path.normpath(path / named)), found, seen)
@@ -99,13 +124,15 @@ def inputs(folders: list[Path]) -> list[Path]:
 
 
 def _tool() -> str:
-    """The kustomize that builds: its path, size and modification time (a new version changes them)."""
+    """The kustomize that builds, with its flags: its path, size and modification time (a new version
+    changes them)."""
     binary = shutil.which(command()[0]) or command()[0]
+    called = " ".join([*command(), *FLAGS])
     try:
         stat = os.stat(binary)
-        return f"{' '.join(command())} {binary} {stat.st_size} {stat.st_mtime_ns}"
+        return f"{called} {binary} {stat.st_size} {stat.st_mtime_ns}"
     except OSError:
-        return " ".join(command())
+        return called
 
 
 def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
@@ -115,6 +142,10 @@ def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
         files = inputs(folders)
     except Unfollowable:
         return None
+    return _digest(root, files, extra)
+
+
+def _digest(root: Path, files: list[Path], extra: str) -> str:
     digest = hashlib.sha256(f"{_FORMAT}\0{_tool()}\0{extra}\0".encode())
     for file in files:
         try:
@@ -122,6 +153,8 @@ def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
         except ValueError:
             name = str(file)
         digest.update(name.encode() + b"\0")
+        if file.is_symlink():  # a render keeps a link only when it stays inside the repository
+            digest.update(b"link " + os.fsencode(os.readlink(file)) + b"\0")
         try:
             digest.update(hashlib.sha256(file.read_bytes()).digest())
         except OSError:
@@ -130,55 +163,99 @@ def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
 
 
 def _flux_paths(files: list[Path]) -> list[str] | None:
-    """spec.path of every Flux Kustomization written in `files`; None when one is not literal."""
+    """spec.path of every Flux Kustomization written in `files`, in a document or in a patch written
+    inline; None when one may be set at build time (a `${VAR}` path, a JSON patch of /spec/path)."""
     paths = []
     for file in files:
-        if file.suffix not in (".yaml", ".yml") or not file.is_file():
+        if file.suffix not in (".yaml", ".yml") and file.name != "Kustomization":
             continue
         try:
             text = file.read_text()
-            if "kustomize.toolkit.fluxcd.io" not in text:
+            if "kustomize.toolkit.fluxcd.io" not in text and "/spec/path" not in text:
                 continue
+            if "/spec/path" in text:
+                return None
             documents = list(yaml.load_all(text, Loader=_LOADER))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         for doc in documents:
-            if not isinstance(doc, dict) or doc.get("kind") != "Kustomization":
-                continue
-            if not str(doc.get("apiVersion", "")).startswith("kustomize.toolkit.fluxcd.io/"):
-                continue
-            path = str((doc.get("spec") or {}).get("path", "") if isinstance(doc.get("spec"), dict) else "")
-            if "$" in path:
-                return None  # substituted at build time: only a render knows it
-            paths.append(path)
+            found = _kustomization_paths(doc)
+            if found is None:
+                return None
+            paths += found
     return paths
+
+
+def _kustomization_paths(doc, depth: int = 0) -> list[str] | None:
+    """spec.path of a Flux Kustomization document, and of those in the patches written inside it."""
+    paths = []
+    if not isinstance(doc, dict) or depth > 3:
+        return paths
+    if doc.get("kind") == "Kustomization" and str(doc.get("apiVersion", "")).startswith("kustomize.toolkit.fluxcd.io/"):
+        spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+        path = str(spec.get("path", ""))
+        if "$" in path:
+            return None  # substituted at build time: only a render knows it
+        paths.append(path)
+    for patch in _inline_patches(doc):
+        try:
+            patched = list(yaml.load_all(patch, Loader=_LOADER))
+        except yaml.YAMLError:
+            continue
+        for inner in patched:
+            found = _kustomization_paths(inner, depth + 1)
+            if found is None:
+                return None
+            paths += [p for p in found if p]
+    return paths
+
+
+def _inline_patches(doc: dict) -> list[str]:
+    """Patches written as text inside a kustomization file or a Flux Kustomization's spec."""
+    holders = [doc, doc.get("spec") if isinstance(doc.get("spec"), dict) else {}]
+    found = []
+    for holder in holders:
+        for item in holder.get("patches") or []:
+            if isinstance(item, dict) and isinstance(item.get("patch"), str):
+                found.append(item["patch"])
+            elif isinstance(item, str):
+                found.append(item)  # patchesStrategicMerge-style text
+        for item in holder.get("patchesStrategicMerge") or []:
+            if isinstance(item, str) and "\n" in item:
+                found.append(item)
+    return found
 
 
 def environment_fingerprint(root: Path, entry: Path, extra_folders: list[Path] = ()) -> str | None:
     """One hash for everything rendering an environment reads: its Flux entry folder, every path a Flux
     Kustomization reachable from it names (followed until no new one appears) and `extra_folders` (the
     eksctl overlay). None when that cannot be told without rendering."""
-    folders = [entry, *extra_folders]
+    found: set[Path] = set()
+    seen: set[Path] = set()
+    read: set[Path] = set()
+    folders = [Path(os.path.normpath(f)) for f in (entry, *extra_folders)]
+    pending = list(folders)
     try:
-        while True:
-            files = inputs(folders)
-            named = _flux_paths(files)
+        while pending:
+            for folder in pending:
+                _walk(folder, found, seen)
+            new_files = sorted(found - read)
+            read.update(new_files)
+            named = _flux_paths(new_files)
             if named is None:
                 return None
-            more = [root / p.removeprefix("./") for p in named if not p.startswith("/")]
-            more = [Path(os.path.normpath(f)) for f in more]
-            new = [f for f in more if f not in folders]
-            if not new:
-                break
-            folders += new
+            more = [Path(os.path.normpath(root / p.removeprefix("./"))) for p in named if not p.startswith("/")]
+            pending = [f for f in dict.fromkeys(more) if f not in folders]
+            folders += pending
     except Unfollowable:
         return None
-    return fingerprint(root, folders)
+    return _digest(root, sorted(found), "")
 
 
 class BuildCache:
     """Build outputs by fingerprint: in memory for one run (a build asked for twice at once runs once),
-    and on disk across runs. Writes are atomic, so concurrent runs never read half an entry."""
+    and on disk across runs. Writes are atomic, and each entry carries the hash of its text, so neither
+    a concurrent run nor a damaged file is ever read as an output."""
 
     def __init__(self, folder: Path | None = None, disk: bool = True):
         self.folder = folder or default_cache_dir()
@@ -196,17 +273,20 @@ class BuildCache:
             owner = future is None
             if owner:
                 future = self._running[key] = Future()
+            else:
+                self.hits += 1
         if not owner:
-            self.hits += 1
             return future.result()
         try:
             text = self._read(key)
             if text is None:
                 text = build()
-                self.builds += 1
+                with self._lock:
+                    self.builds += 1
                 self._write(key, text)
             else:
-                self.hits += 1
+                with self._lock:
+                    self.hits += 1
         except BaseException as error:
             future.set_exception(error)
             with self._lock:
@@ -222,22 +302,58 @@ class BuildCache:
         if not self.disk:
             return None
         try:
-            return self._path(key).read_text()
-        except (OSError, UnicodeDecodeError):
+            stored = self._path(key).read_bytes()
+        except OSError:
             return None
+        header, newline, body = stored.partition(b"\n")
+        if not newline or header != _header(body):
+            return None  # damaged or from another format: built again and replaced
+        try:
+            text = body.decode()
+        except UnicodeDecodeError:
+            return None
+        with suppress(OSError):
+            os.utime(self._path(key))  # read now: CI drops entries no run has read for a while
+        return text
 
     def _write(self, key: str, text: str) -> None:
         if not self.disk:
             return
         target = self._path(key)
+        body = text.encode()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:12]}-", suffix=".part")
         except OSError:
             return  # a cache that cannot be written only costs time
         try:
-            with os.fdopen(handle, "w") as out:
-                out.write(text)
+            with os.fdopen(handle, "wb") as out:
+                out.write(_header(body) + b"\n" + body)
             os.replace(temporary, target)
         except OSError:
             Path(temporary).unlink(missing_ok=True)
+
+
+def _header(body: bytes) -> bytes:
+    return f"# gitops-tools render cache {_FORMAT} sha256={hashlib.sha256(body).hexdigest()}".encode()
+
+
+_SHARED: dict[str, BuildCache] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def enabled() -> bool:
+    return os.environ.get(CACHE_VARIABLE, "").strip().lower() not in _OFF
+
+
+def shared() -> BuildCache | None:
+    """The process's cache for the folder GITOPS_RENDER_CACHE names (one per folder, so every render of
+    a run, diff's two sides included, shares it); None when the variable is `off`."""
+    if not enabled():
+        return None
+    folder = default_cache_dir()
+    with _SHARED_LOCK:
+        cache = _SHARED.get(str(folder))
+        if cache is None:
+            cache = _SHARED[str(folder)] = BuildCache(folder)
+        return cache

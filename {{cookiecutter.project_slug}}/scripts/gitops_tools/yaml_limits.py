@@ -87,9 +87,9 @@ def load_all(text: str) -> list:
         loader.dispose()
 
 
-def load(text: str):
+def load(text: str, loader_class=None):
     """Like yaml.safe_load (one document, None when empty), with the alias limit."""
-    loader = LOADER(text)
+    loader = (loader_class or LOADER)(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -1,7 +1,8 @@
 """Show what a change does to the rendered manifests: `scripts/diff --base REF [--head REF]`.
 
 Both refs are rendered once each (the base in a temporary git worktree), objects are paired
-per environment by API group, kind, namespace and name, secrets are masked, and the result
+per environment by API group, kind, namespace and name (an object that moves to another namespace
+pairs as one move: pairing.py), secrets are masked, and the result
 starts with an impact summary: GPUs, node capacity, changes that cannot apply in place,
 deletions that lose data.
 

@@ -14,8 +14,9 @@ CI gets the comment and a full text diff for its log while rendering each ref on
 
 Exit status: 0 no changes (or changes without --exit-code), 1 changes with --exit-code,
 2 a usage or input error (not a git repository, unknown ref, a side that does not render), in
-one line; also when an environment does not render while others do: the others' diff is written
-first, then one line per broken environment on stderr.
+one line; also when an environment does not render while others do: every format names each
+broken environment with its one-line error first (markdown: a "Not rendered" section of the
+comment, json: `broken`), then the others' diff; stderr gets one line per broken environment.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ import sys
 from pathlib import Path
 
 from .. import cli
+from ..credentials import mask_text
 from ..errors import InputError
 from ..render import repository_root
 from . import gitrefs
 from .formats import FORMATS, Options
 from .formats.markdown import DEFAULT_LIMIT, GITHUB_LIMIT
+from .model import BrokenEnvironment
 from .notices import catalogue
 from .report import build_report
 from .sides import render_sides, side
@@ -134,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
     rendered = render_sides(base, head, root, args.env)
-    report = build_report(base, rendered.base, head, rendered.head, args.context)
+    report = build_report(base, rendered.base, head, rendered.head, args.context, rendered.unchanged)
+    report.broken = [BrokenEnvironment(broken.env, mask_text(broken.line)) for broken in rendered.broken]
     options = Options(
         color=use_color(args.color, args.output),
         max_chars=args.max_chars,

@@ -11,7 +11,9 @@ What is secret is data, in the tables below, applied to every object of every ki
 - the secret part of any other string (env values, `command`/`args`, `sh -c` scripts, ConfigMap
   files, eksctl `preBootstrapCommands`): the password of `scheme://user:password@host`, and the
   value of `NAME=value` / `NAME: value` / `--name=value` / `--name value` when NAME looks like a
-  credential (`export WANDB_API_KEY=...`, mpirun's `-x TOKEN=...`, `--password=...`).
+  credential (`export WANDB_API_KEY=...`, mpirun's `-x TOKEN=...`, `--password=...`);
+- a value Flux's post-build substitution took from one of the repository's Secrets, wherever it landed
+  (credentials.add_substituted_secrets).
 
 Like Flux's own diff, a secret that is the same on both sides becomes `***`, one that changed
 becomes `*** (before)` / `*** (after)`, so a reviewer sees that a secret changed without seeing it.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import copy
 
-from ..credentials import OPTION, looks_like_credential, secret_spans
+from ..credentials import OPTION, is_substituted_secret, looks_like_credential, secret_spans
 
 MASK = "***"
 MASK_BEFORE = "*** (before)"
@@ -86,7 +88,7 @@ def _collect_value(value, path: tuple, ident: tuple, slots: dict, taken: set, wh
         _collect(value, path, ident, slots, taken, whole and isinstance(value, list))
     elif path in taken or value is None or isinstance(value, bool):
         return
-    elif whole:
+    elif whole or (not isinstance(value, str) and is_substituted_secret(value)):
         slots[ident] = (path, _WHOLE)
     elif isinstance(value, str) and secret_spans(value):
         slots[ident] = (path, _TEXT)

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from ..model import Manifest
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
-STATUS_SIGN = {ADDED: "+", REMOVED: "-", CHANGED: "~"}
+MOVED = "moved"  # to another namespace (pairing.py): the old object goes, a new one is created
+STATUSES = (ADDED, CHANGED, MOVED, REMOVED)  # the order counts are shown in
+STATUS_SIGN = {ADDED: "+", REMOVED: "-", CHANGED: "~", MOVED: ">"}
 
 # Notice severities, most serious first.
 DANGER = "danger"  # data is deleted, or the change fails to apply
@@ -44,12 +46,27 @@ class Key:
 @dataclass
 class ObjectChange:
     key: Key
-    status: str  # ADDED, REMOVED or CHANGED
+    status: str  # ADDED, REMOVED, CHANGED or MOVED
     before: Manifest | None  # for impact rules only; formats never read these
     after: Manifest | None
     diff: str  # unified diff of the masked objects
     additions: int = 0
     deletions: int = 0
+    from_namespace: str = ""  # MOVED: the base side's namespace (key holds the head side's)
+
+    @property
+    def old_key(self) -> Key:
+        """The base side's key: where the object was, for a moved one."""
+        if self.status != MOVED:
+            return self.key
+        return Key(self.key.env, self.key.group, self.key.kind, self.from_namespace, self.key.name)
+
+    @property
+    def resource(self) -> str:
+        """How formats name the object: Key.resource, or "Kind name: namespace a -> b" for a move."""
+        if self.status != MOVED:
+            return self.key.resource
+        return f"{self.key.kind} {self.key.name}: namespace {self.from_namespace} -> {self.key.namespace}"
 
     @property
     def source(self) -> str:
@@ -103,6 +120,14 @@ class EnvironmentDiff:
 
 
 @dataclass
+class BrokenEnvironment:
+    """An environment left out of the diff because one side does not render it."""
+
+    name: str
+    error: str  # one line, masked ("working tree does not render: ... (environment dev; ...)")
+
+
+@dataclass
 class Side:
     label: str  # "main (1a2b3c4)" or "working tree"
     ref: str  # what the user asked for ("" for the working tree)
@@ -114,6 +139,7 @@ class Report:
     base: Side
     head: Side
     environments: list[EnvironmentDiff]
+    broken: list[BrokenEnvironment] = field(default_factory=list)  # left out: every format says so first
 
     @property
     def changed(self) -> list[EnvironmentDiff]:

@@ -4,6 +4,23 @@ Objects pair by (environment, API group, kind, namespace, name). Both sides are 
 parsed data, so comments, quoting, indentation and key order never show as a change; a
 changed object's diff is made from a canonical YAML dump (sorted keys) of masked copies.
 An object that moves to another Flux Kustomization is a change even with equal content.
+
+A move to another namespace (an overlay's `namespace:` or a Flux Kustomization's
+`targetNamespace` that changes) is one "moved" entry per object instead of a removal and an
+addition: its diff shows `namespace: a -> b` and whatever else changed. A removed object and an
+added one pair as a move when all of these hold:
+
+- same environment, API group, kind and name, and both have a namespace (cluster-scoped objects,
+  the Namespace itself included, stay removed and added: a new name is another object; so does
+  an object that only gains or loses a namespace);
+- the object is gone from its old namespace (only a removed object pairs: one that is still
+  there and also appears elsewhere is a copy, shown as added);
+- the pairing is unambiguous: exactly one removed and one added object of that environment,
+  group, kind and name (two namespaces renamed at once with same-named objects in each stay
+  removed and added).
+
+On the cluster a move is still a deletion and a creation (a namespace is part of an object's
+identity): the old object is pruned with its data, which the notices say (notices/deletions.py).
 """
 
 from __future__ import annotations
@@ -15,7 +32,7 @@ import yaml
 
 from ..model import Environment, Manifest
 from .masking import mask_pair
-from .model import ADDED, CHANGED, REMOVED, Key, ObjectChange
+from .model import ADDED, CHANGED, MOVED, REMOVED, Key, ObjectChange
 
 _BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -79,12 +96,46 @@ def unified(before: dict | None, after: dict | None, context: int) -> tuple[str,
     return "\n".join(lines), additions, deletions
 
 
+def namespace_moves(before: dict[Key, Manifest], after: dict[Key, Manifest]) -> dict[Key, Key]:
+    """{head key: base key} of the objects that move to another namespace (the rules above)."""
+
+    def by_identity(keys) -> dict[tuple, list[Key]]:
+        found: dict[tuple, list[Key]] = {}
+        for key in keys:
+            if key.namespace:
+                found.setdefault((key.env, key.group, key.kind, key.name), []).append(key)
+        return found
+
+    gone = by_identity(key for key in before if key not in after)
+    new = by_identity(key for key in after if key not in before)
+    return {
+        new[identity][0]: old[0] for identity, old in gone.items() if len(old) == 1 and len(new.get(identity, ())) == 1
+    }
+
+
 def pair(base: list[Environment], head: list[Environment], context: int = 3) -> list[ObjectChange]:
-    """Every added, removed and changed object, in a stable order."""
+    """Every added, removed, changed and moved object, in a stable order."""
     before, after = index(base), index(head)
+    moves = namespace_moves(before, after)
+    moved_away = set(moves.values())
     changes = []
-    for key in sorted(before.keys() | after.keys(), key=_order(before, after)):
-        old, new = before.get(key), after.get(key)
+    for key in sorted((before.keys() - moved_away) | after.keys(), key=_order(before, after)):
+        old, new = before.get(moves.get(key, key)), after.get(key)
+        if key in moves:
+            text, additions, deletions = unified(old.doc, new.doc, context)
+            changes.append(
+                ObjectChange(
+                    key=key,
+                    status=MOVED,
+                    before=old,
+                    after=new,
+                    diff=text,
+                    additions=additions,
+                    deletions=deletions,
+                    from_namespace=moves[key].namespace,
+                )
+            )
+            continue
         same = old is not None and new is not None and _fingerprint(old.doc) == _fingerprint(new.doc)
         if same and old.source == new.source:
             continue

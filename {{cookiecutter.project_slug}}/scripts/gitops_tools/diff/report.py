@@ -4,19 +4,32 @@ from __future__ import annotations
 
 from ..model import Environment
 from . import impact, notices
-from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Report, Side
+from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Figure, Report, Side
 from .notices.catalogue import CATALOGUE
 from .pairing import pair
 
 
 def build_report(
-    base: Side, base_envs: list[Environment], head: Side, head_envs: list[Environment], context: int = 3
+    base: Side,
+    base_envs: list[Environment],
+    head: Side,
+    head_envs: list[Environment],
+    context: int = 3,
+    unchanged: list[str] = (),
 ) -> Report:
+    """`unchanged`: environments not rendered, as their inputs are the same on both sides (no changes;
+    their figures are not known, None)."""
     changes = pair(base_envs, head_envs, context)
     before = {e.name: e for e in base_envs}
     after = {e.name: e for e in head_envs}
     environments = []
-    for name in sorted(before.keys() | after.keys()):
+    for name in sorted(before.keys() | after.keys() | set(unchanged)):
+        if name in unchanged and name not in before and name not in after:
+            unknown = (Figure(None, None), Figure(None, None), Figure(None, None))
+            diff = EnvironmentDiff(name=name, status="")
+            diff.mpijob_gpus, diff.gpu_quota, diff.gpu_capacity = unknown
+            environments.append(diff)
+            continue
         env_changes = [change for change in changes if change.key.env == name]
         status = ADDED if name not in before else REMOVED if name not in after else CHANGED if env_changes else ""
         diff = EnvironmentDiff(name=name, status=status, changes=env_changes)

@@ -4,6 +4,10 @@ Each side is rendered once with `render_repository`, the same render validate us
 sides run at the same time. A base without clusters/ (the change that adds the GitOps layout)
 has no environments, so everything shows as added.
 
+An environment whose inputs are the same on both sides (render_cache.environment_fingerprint: every
+file its render reads, named relative to the tree) is not rendered at all: it is listed as unchanged.
+GITOPS_RENDER_CACHE=off renders every environment.
+
 An environment that does not render on one side does not hide the others: when a side fails,
 each of its environments is rendered on its own (in parallel) to find the broken ones. Those are
 left out of both sides (a missing environment would read as removed) and reported by the command,
@@ -15,9 +19,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import render_cache
 from ..errors import InputError
 from ..model import Environment
 from ..render import environment_names, render_repository
@@ -36,6 +42,7 @@ class Rendered:
     base: list[Environment]
     head: list[Environment]
     broken: list[Broken] = field(default_factory=list)  # left out of both sides
+    unchanged: list[str] = field(default_factory=list)  # same inputs on both sides: not rendered
 
 
 def side(ref: str | None, root: Path) -> Side:
@@ -65,8 +72,10 @@ def _render_one(tree: Path, name: str) -> list[Environment] | InputError:
 
 
 def render_tree(
-    tree: Path, wanted: list[str] | None, label: str, is_base: bool = False
+    tree: Path, wanted: list[str] | None, label: str, is_base: bool = False, unchanged: int = 0
 ) -> tuple[list[Environment], list[Broken]]:
+    """`unchanged`: how many other environments were left out as the same on both sides (they count as
+    environments that render when telling one broken environment from a broken side)."""
     names = present(tree, wanted)
     if names == [] or (is_base and not (tree / "clusters").is_dir()):
         return [], []
@@ -78,7 +87,7 @@ def render_tree(
         candidates = names if names is not None else environment_names(tree)
     except InputError:
         raise whole from None
-    if len(candidates) < 2:
+    if len(candidates) + unchanged < 2:
         raise whole
     with ThreadPoolExecutor(max_workers=min(len(candidates), os.cpu_count() or 1)) as pool:
         results = list(pool.map(lambda name: _render_one(tree, name), candidates))
@@ -88,35 +97,67 @@ def render_tree(
         for name, result in zip(candidates, results, strict=True)
         if isinstance(result, InputError)
     ]
-    if not good or not broken:  # not one environment's fault
+    if not (good or unchanged) or not broken:  # not one environment's fault
         raise whole
     return good, broken
 
 
-def render_side(
-    which: Side, root: Path, wanted: list[str] | None, is_base: bool = False
-) -> tuple[list[Environment], list[Broken]]:
+def _tree(which: Side, root: Path, stack: ExitStack) -> Path:
     if not which.commit:
-        return render_tree(root, wanted, which.label, is_base)
-    with gitrefs.worktree(which.commit, root) as tree:
-        return render_tree(tree, wanted, which.label, is_base)
+        return root
+    return stack.enter_context(gitrefs.worktree(which.commit, root))
+
+
+def _names(tree: Path) -> list[str]:
+    try:
+        return environment_names(tree)
+    except InputError:
+        return []  # no clusters/ (a base before the GitOps layout): rendering says the rest
+
+
+def _fingerprint(tree: Path, name: str) -> str | None:
+    eksctl = tree / "overlays" / name / "eksctl"
+    return render_cache.environment_fingerprint(tree, tree / "clusters" / name, [eksctl])
+
+
+def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
+    """The environments whose every input is the same on both sides (never one that cannot be told)."""
+    if not render_cache.enabled():
+        return []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        base, head = pool.map(lambda tree: [_fingerprint(tree, n) for n in names], (base_tree, head_tree))
+    return [n for n, b, h in zip(names, base, head, strict=True) if b is not None and b == h]
 
 
 def render_sides(base: Side, head: Side, root: Path, wanted: list[str] | None) -> Rendered:
-    """Both sides, without the environments that do not render on either (listed in `broken`)."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        base_job = pool.submit(render_side, base, root, wanted, True)
-        head_job = pool.submit(render_side, head, root, wanted)
-        (base_envs, base_broken), (head_envs, head_broken) = base_job.result(), head_job.result()
+    """Both sides, without the environments that do not render on either (listed in `broken`) and without
+    those whose inputs are the same on both (listed in `unchanged`)."""
+    with ExitStack() as stack:
+        base_tree, head_tree = _tree(base, root, stack), _tree(head, root, stack)
+        base_names, head_names = _names(base_tree), _names(head_tree)
+        both = [n for n in base_names if n in head_names and (wanted is None or n in wanted)]
+        same = unchanged(base_tree, head_tree, both)
+        chosen = wanted if wanted is not None else sorted({*base_names, *head_names})
+        chosen = [n for n in chosen if n not in same]
+        if same and not chosen:
+            return Rendered([], [], unchanged=same)
+        rest = chosen if same else wanted
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            base_job = pool.submit(render_tree, base_tree, rest, base.label, True, len(same))
+            head_job = pool.submit(render_tree, head_tree, rest, head.label, False, len(same))
+            (base_envs, base_broken), (head_envs, head_broken) = base_job.result(), head_job.result()
     broken = base_broken + head_broken
     if wanted:
-        known = {e.name for e in base_envs} | {e.name for e in head_envs} | {b.env for b in broken}
+        known = {e.name for e in base_envs} | {e.name for e in head_envs} | {b.env for b in broken} | set(same)
         missing = [name for name in wanted if name not in known]
         if missing:
             raise InputError(f"unknown environment {missing[0]!r}: not in clusters/ on either side")
     left_out = {b.env for b in broken}
     return Rendered(
-        [e for e in base_envs if e.name not in left_out], [e for e in head_envs if e.name not in left_out], broken
+        [e for e in base_envs if e.name not in left_out],
+        [e for e in head_envs if e.name not in left_out],
+        broken,
+        same,
     )
 
 

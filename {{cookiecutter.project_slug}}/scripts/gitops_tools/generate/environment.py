@@ -421,11 +421,10 @@ def readme_row(spec: EnvironmentSpec) -> str:
     """The environment's row in the README's table of environments."""
     instance = spec.instance
     gpus = f"{plural(instance.gpus, 'GPU')} each"
+    nodes = f"{spec.nodes} x {spec.instance_type}" + (" Spot" if spec.spot else "")
     efa = f"on ({instance.efa_interfaces} interfaces per node)" if spec.efa else "off"
     storage = f"{spec.fsx_deployment_type}, {spec.fsx_capacity_gib} GiB"
     if spec.fsx_s3_import_path:
         storage += f", imports {spec.fsx_s3_import_path}"
     storage += ", deleted with its claim" if spec.delete_fsx_with_claim else ", kept when the claim is deleted"
-    return (
-        f"| `{spec.name}` | `{spec.cluster_name}` | {spec.nodes} x {spec.instance_type} ({gpus}) | {efa} | {storage} |"
-    )
+    return f"| `{spec.name}` | `{spec.cluster_name}` | {nodes} ({gpus}) | {efa} | {storage} |"

@@ -17,7 +17,8 @@ EFA_DAEMONSET = "overlays/base/device-plugins/efa/daemonset.yaml"
 
 
 def environments(answers: dict) -> list[EnvironmentSpec]:
-    """dev (small single-GPU nodes, scratch FSx deleted with its claim, no EFA) and prod (the answers)."""
+    """dev (small single-GPU nodes, scratch FSx deleted with its claim, no EFA, Spot if dev_gpu_spot is yes) and
+    prod (the answers)."""
     common = {
         "cluster_prefix": answers["cluster_name"],
         "region": answers["aws_region"],
@@ -29,6 +30,7 @@ def environments(answers: dict) -> list[EnvironmentSpec]:
         nodes=int(answers["_dev_node_count"]),
         efa=False,
         delete_fsx_with_claim=True,
+        spot=answers.get("dev_gpu_spot", "no") == "yes",
         **common,
     )
     return [dev, EnvironmentSpec.from_answers("prod", answers, cluster_prefix=answers["cluster_name"])]

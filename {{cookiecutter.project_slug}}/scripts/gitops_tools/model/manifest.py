@@ -14,6 +14,7 @@ import yaml
 from .. import yaml_limits
 from ..errors import InputError
 from .kinds import LOCAL_CONFIG_ANNOTATION
+from .substitution import Substitution
 
 
 @dataclass
@@ -81,6 +82,8 @@ class FluxKustomization:
     depends_on: list[str] = field(default_factory=list)
     objects: list[Manifest] = field(default_factory=list)
     rendered: bool = True  # False when spec.path does not exist (render's skip_missing)
+    # What Flux's post-build substitution did to `objects` (post_build.py); None without spec.postBuild.
+    substitution: Substitution | None = None
 
     @property
     def name(self) -> str:
@@ -104,8 +107,13 @@ class Environment:
 
 def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[Manifest]:
     """The objects in a YAML stream; the items of a `kind: List` (or any `*List` with `items`) are objects."""
+    return from_documents(load_documents(text, file), file, env, source)
+
+
+def load_documents(text: str, file: str) -> list:
+    """The documents of a YAML stream (alias limit checked), or a one-line error naming `file`."""
     try:
-        docs = yaml_limits.load_all(text)
+        return yaml_limits.load_all(text)
     except yaml_limits.AliasLimitError as error:
         raise InputError(f"{file}: {error}") from None
     except yaml.YAMLError as error:
@@ -113,6 +121,10 @@ def parse_stream(text: str, file: str, env: str = "", source: str = "") -> list[
         where = f":{mark.line + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise InputError(f"{file}{where}: invalid YAML: {problem}") from None
+
+
+def from_documents(docs: list, file: str, env: str = "", source: str = "") -> list[Manifest]:
+    """The objects of loaded documents; the items of a `kind: List` (or any `*List` with `items`) are objects."""
     manifests = []
     for doc in docs:
         if doc is None:

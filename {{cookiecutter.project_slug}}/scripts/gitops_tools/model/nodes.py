@@ -38,6 +38,10 @@ class NodeGroup:
         return str(self.doc.get("name", ""))
 
     @property
+    def managed(self) -> bool:
+        return self.path[0] == "managedNodeGroups"
+
+    @property
     def instance_types(self) -> list[str]:
         if self.doc.get("instanceType"):
             return [str(self.doc["instanceType"])]

@@ -1,16 +1,18 @@
 """Flux's post-build variable substitution: which variables a rendered object asks Flux to fill in.
 
-kustomize-controller runs envsubst over every object of a Flux Kustomization that has
-`spec.postBuild` (fluxcd/pkg kustomize/v1.39.0, kustomize/kustomize_varsub.go; envsubst/v1.7.0,
-parse/parse.go and template.go), read here the same way:
+kustomize-controller v1.9.4 runs envsubst over every object of a Flux Kustomization that has
+`spec.postBuild` (its go.mod pins fluxcd/pkg kustomize v1.35.4, kustomize/kustomize_varsub.go, and
+envsubst v1.7.0, ported in envsubst.py; post_build.py applies it to a render). Read the same way:
 - only the braced form is a variable; `$$` is an escaped `$`, so `$${NAME}` is literal text and
   `$$${NAME}` a `$` followed by a variable;
 - `${NAME=x}`, `${NAME:=x}`, `${NAME:-x}`, `${NAME:?x}` and `${NAME:+x}` give a value when NAME has
-  none; other operators (`${NAME:1}`, `${NAME,}`, `${NAME/a/b}`, `${#NAME}`) do not;
-- what the parser refuses (`${NAME-x}`, `${NAME+x}`, `${1}`, `${ NAME }`) fails the whole
-  Kustomization;
-- a variable with neither a value nor a default becomes an empty string, unless the controller runs
-  with strict substitution. An object labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
+  none (all of them mean "x when empty" in Flux's envsubst); other operators (`${NAME:1}`,
+  `${NAME,}`, `${NAME/a/b}`, `${#NAME}`) do not;
+- what the parser refuses (`${NAME-x}`, `${NAME+x}`, `${ NAME }`) fails the whole Kustomization;
+- a variable with neither a value nor a default fails the whole Kustomization: kustomize-controller
+  v1.9 turned the StrictPostBuildSubstitutions feature gate on by default (internal/features/features.go,
+  "opt-out from v1.9"); without it, or in `flux build kustomization` without --strict-substitute, it
+  becomes an empty string. An object labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
   disabled` is left alone.
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .fields import mapping, sequence, strings
 
@@ -36,6 +38,30 @@ CLUSTER_VARIABLES = {
     "FSX_SUBNET_ID": "the cluster's private subnet in the GPU nodes' availability zone",
     "FSX_SECURITY_GROUP_ID": "the EKS cluster security group, which every node is in",
 }
+
+
+@dataclass
+class Unresolved:
+    """A substituteFrom source whose values only the cluster has."""
+
+    source: str  # "ConfigMap flux-system/cluster-settings"
+    why: str
+    names: set[str] | None  # the variables it holds, None when unknown (it may hold any)
+
+
+@dataclass
+class Substitution:
+    """What post_build.py did to the objects of one Flux Kustomization with spec.postBuild."""
+
+    ran: bool = False  # False: no variables and substituteStrategy WithVariables, so Flux changed nothing
+    defined: set[str] = field(default_factory=set)  # names with a value, or with one only the cluster has
+    unresolved: list[Unresolved] = field(default_factory=list)
+    # (object, field path, reference as written): a ${NAME} with no value and no default (left as written).
+    unset: list[tuple] = field(default_factory=list)
+    # (object, field path, reference as written): left as written, its value is on the cluster only.
+    left: list[tuple] = field(default_factory=list)
+    # (object, field path, message): what makes Flux fail the whole Kustomization.
+    errors: list[tuple] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

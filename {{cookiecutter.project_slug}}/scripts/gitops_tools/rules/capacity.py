@@ -4,9 +4,9 @@ against the jobs and the node groups."""
 from __future__ import annotations
 
 from ..eks import CAPACITY_RESERVATION_ID
-from ..model import EFA, GPU, Scope, mapping, plural
+from ..model import EFA, GPU, Scope, mapping, plural, sequence
 from ..model.mpi import mpijobs, replica_templates
-from ..model.nodes import NODE_TEMPLATE_TAG, NodeGroup
+from ..model.nodes import NODE_TEMPLATE_TAG, NodeGroup, node_groups
 from ..model.plugins import gpu_groups
 from ..model.queues import GROUP as QUEUE_GROUP
 from ..model.queues import (
@@ -43,26 +43,81 @@ def _starts_empty(group: NodeGroup) -> bool:
     return size == 0
 
 
-def _template_problems(group: NodeGroup) -> list[tuple[tuple, str]]:
-    """What Cluster Autoscaler would get wrong about the group's nodes while it has none."""
+# eksctl's autoScaler policy (v0.230.0, pkg/cfn/builder/statement.go autoScalerStatements) includes this.
+DESCRIBE_NODEGROUP = "eks:DescribeNodegroup"
+
+
+def _grants_describe(policy: dict) -> bool:
+    """An inline IAM policy document with a statement allowing eks:DescribeNodegroup."""
+    for statement in sequence(policy, "Statement") or [mapping(policy, "Statement")]:
+        actions = statement.get("Action", []) if isinstance(statement, dict) else []
+        actions = [actions] if isinstance(actions, str) else actions
+        if statement.get("Effect") == "Allow" and any(a in (DESCRIBE_NODEGROUP, "eks:*", "*") for a in actions):
+            return True
+    return False
+
+
+def autoscaler_reads_node_groups(cluster_config: dict) -> bool:
+    """Whether the ClusterConfig lets a Cluster Autoscaler service account call eks:DescribeNodegroup:
+    eksctl's autoScaler policy (a Pod Identity association, an IRSA service account, or a node group's
+    addon policy) or an inline statement naming it. Policy ARNs cannot be read here and do not count."""
+    iam = mapping(cluster_config, "iam")
+    for association in sequence(iam, "podIdentityAssociations"):
+        if isinstance(association, dict) and "autoscaler" in str(association.get("serviceAccountName", "")):
+            if mapping(association, "wellKnownPolicies").get("autoScaler") is True:
+                return True
+            if _grants_describe(mapping(association, "permissionPolicy")):
+                return True
+    for account in sequence(iam, "serviceAccounts"):
+        if isinstance(account, dict) and "autoscaler" in str(mapping(account, "metadata").get("name", "")):
+            if mapping(account, "wellKnownPolicies").get("autoScaler") is True:
+                return True
+            if _grants_describe(mapping(account, "attachPolicy")):
+                return True
+    return any(
+        mapping(group.doc, "iam", "withAddonPolicies").get("autoScaler") is True
+        for group in node_groups(cluster_config)
+    )
+
+
+def _template_problems(group: NodeGroup, reads_node_groups: bool) -> list[tuple[tuple, str]]:
+    """What Cluster Autoscaler would get wrong about the group's nodes while it has none.
+
+    It builds them from the Auto Scaling group's node-template tags and, for a managed group, from what EKS's
+    DescribeNodegroup returns (the group's labels, taints with their effect, and its tags' resources/ entries;
+    cluster-autoscaler-1.34.5, cloudprovider/aws/aws_manager.go buildNodeFromTemplate). EKS copies no managed
+    group's tags to its Auto Scaling group (aws/containers-roadmap#608); eksctl's propagateASGTags does, with
+    the labels and the taints (v0.230.0, pkg/cfn/manager/nodegroup.go propagateManagedNodeGroupTagsToASGTask)."""
     tags = {str(k): str(v) for k, v in mapping(group.doc, "tags").items()}
     propagated = group.doc.get("propagateASGTags") is True
+    from_api = group.managed and reads_node_groups
+    if group.managed and not propagated and not from_api:
+        return [
+            (
+                ("propagateASGTags",),
+                "propagateASGTags is not true and no autoscaler role in the ClusterConfig may call "
+                "eks:DescribeNodegroup, so none of its labels, taints or node-template tags reach Cluster "
+                "Autoscaler (EKS copies no node group tags to its Auto Scaling group)",
+            )
+        ]
     problems = []
     for key, value in mapping(group.doc, "labels").items():
         tag = f"{NODE_TEMPLATE_TAG}/label/{key}"
-        if tags.get(tag, str(value) if propagated else None) != str(value):
-            problems.append(("labels", f"label {key}={value} has no {tag} tag (or propagateASGTags)"))
+        if not from_api and tags.get(tag, str(value) if propagated else None) != str(value):
+            problems.append((("labels",), f"label {key}={value} has no {tag} tag (or propagateASGTags)"))
     for taint in group.taints:
         tag = f"{NODE_TEMPLATE_TAG}/taint/{taint.key}"
         wanted = f"{taint.value}:{taint.effect}"
-        if tags.get(tag) != wanted:
+        if not from_api and tags.get(tag) != wanted:
             # eksctl's propagateASGTags writes the value without the effect, which the autoscaler skips.
-            problems.append(("tags", f"taint {taint} needs the tag {tag}: {wanted!r}"))
+            problems.append((("tags",), f"taint {taint} needs the tag {tag}: {wanted!r}"))
     interfaces = group.smallest("efa_interfaces") or 0
     if group.efa_enabled and interfaces:
         tag = f"{NODE_TEMPLATE_TAG}/resources/{EFA}"
         if tags.get(tag) != str(interfaces):
-            problems.append(("tags", f"its {plural(interfaces, 'EFA interface')} need the tag {tag}: '{interfaces}'"))
+            problems.append(
+                (("tags",), f"its {plural(interfaces, 'EFA interface')} need the tag {tag}: '{interfaces}'")
+            )
     return problems
 
 
@@ -71,18 +126,24 @@ def _template_problems(group: NodeGroup) -> list[tuple[tuple, str]]:
     "error",
     requires=("cluster",),
     description="A GPU node group that starts empty cannot be grown from zero by Cluster Autoscaler",
-    remediation="Install Cluster Autoscaler (overlays/base/cluster-autoscaler), set propagateASGTags: true, and "
-    "give the group the node-template tags its labels, taints (value:Effect) and EFA interfaces need (the "
-    "environment generator writes them).",
+    remediation="Install Cluster Autoscaler (overlays/base/cluster-autoscaler), set propagateASGTags: true (or give "
+    "the autoscaler eksctl's autoScaler policy, which reads managed groups from EKS), and give the group the "
+    "node-template tags its labels, taints (value:Effect) and EFA interfaces need (the environment generator "
+    "writes them).",
     docs="""A group with minSize 0 has no node to copy, so Cluster Autoscaler builds one from the
-      autoscaling group's tags (kubernetes/autoscaler cluster-autoscaler-1.35.2, cloudprovider/aws/README.md):
-      `k8s.io/cluster-autoscaler/node-template/label/<key>`, `.../taint/<key>` with `value:Effect`, and
-      `.../resources/<name>`. It knows GPUs from the instance type but not `vpc.amazonaws.com/efa`, and eksctl
-      v0.230.0 propagates taints without their effect, which the autoscaler ignores. Without these, a job's
-      workers stay Pending at zero nodes for ever; without an autoscaler at all, nothing grows the group.""",
+      autoscaling group's tags (kubernetes/autoscaler cluster-autoscaler-1.34.5, cloudprovider/aws/README.md
+      and aws_manager.go): `k8s.io/cluster-autoscaler/node-template/label/<key>`, `.../taint/<key>` with
+      `value:Effect`, and `.../resources/<name>`. It knows GPUs from the instance type but not
+      `vpc.amazonaws.com/efa`. EKS copies none of a managed group's tags to its autoscaling group
+      (aws/containers-roadmap#608): eksctl's `propagateASGTags` does (v0.230.0, with the labels, and the taints
+      without their effect, which the autoscaler ignores), and an autoscaler allowed `eks:DescribeNodegroup`
+      (eksctl's autoScaler policy) reads a managed group's labels, taints and tags from EKS. With neither, or
+      without the tags, a job's workers stay Pending at zero nodes for ever; without an autoscaler at all,
+      nothing grows the group.""",
 )
 def gpu_group_cannot_scale_from_zero(scope: Scope):
     installed = autoscaler_installed(scope)
+    reads_node_groups = autoscaler_reads_node_groups(scope.cluster_config.doc)
     for group in gpu_groups(scope):
         if not _starts_empty(group):
             continue
@@ -93,8 +154,8 @@ def gpu_group_cannot_scale_from_zero(scope: Scope):
                 (*group.path, "minSize"),
             )
             continue
-        for field, problem in _template_problems(group):
-            yield Finding(scope.cluster_config, f"{group.describe()} starts empty: {problem}", (*group.path, field))
+        for field, problem in _template_problems(group, reads_node_groups):
+            yield Finding(scope.cluster_config, f"{group.describe()} starts empty: {problem}", (*group.path, *field))
 
 
 # --- Kueue ------------------------------------------------------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..model import FluxKustomization, Scope, mapping
 from ..model.substitution import (
     CLUSTER_SETTINGS,
@@ -18,91 +16,67 @@ from .registry import Finding, category
 rule = category("Flux substitution")
 
 
-@dataclass
-class _Values:
-    """What a Flux Kustomization's postBuild gives values to."""
-
-    names: set[str] = field(default_factory=set)
-    known: bool = True  # False: a source the repository does not describe could give any name
-    own_sources: list[int] = field(default_factory=list)  # substituteFrom entries it applies itself
-
-
-def _keys(manifest) -> set[str]:
-    return {str(key) for key in [*mapping(manifest.doc, "data"), *mapping(manifest.doc, "stringData")]}
+def _defined(scope: Scope) -> set[str]:
+    """The names some postBuild of the environment gives a value, and the cluster-settings ones."""
+    names = set(CLUSTER_VARIABLES)
+    for kustomization in scope.kustomizations:
+        if kustomization.substitution is not None:
+            names |= kustomization.substitution.defined
+    return names
 
 
-def _values(scope: Scope, kustomization: FluxKustomization) -> _Values:
-    post = post_build(kustomization.manifest.doc) or {}
-    values = _Values({str(key) for key in mapping(post, "substitute")})
-    namespace = kustomization.manifest.namespace or "default"
-    for index, source in enumerate(sources(post)):
-        kind, name = str(source.get("kind", "")), str(source.get("name", ""))
-
-        def holds(manifest, kind=kind, name=name) -> bool:
-            return (manifest.kind, manifest.name, manifest.namespace or "default") == (kind, name, namespace)
-
-        others = [m for k in scope.kustomizations if k is not kustomization for m in k.objects if holds(m)]
-        own = [m for m in kustomization.objects if holds(m)]
-        if others or own:
-            values.names |= _keys((others or own)[0])
-            if own and not others:
-                values.own_sources.append(index)
-        elif (kind, name) == ("ConfigMap", CLUSTER_SETTINGS):
-            values.names |= set(CLUSTER_VARIABLES)
-        elif source.get("optional") is not True:
-            values.known = False
-    return values
-
-
-def _substituted(kustomization: FluxKustomization):
-    """(object, reference) for every ${...} Flux reads in what the Kustomization applies."""
+def _as_written(kustomization: FluxKustomization, defined: set[str]):
+    """(object, reference, why) for every ${NAME} of a defined name that reaches the cluster as written."""
+    record = kustomization.substitution
     for manifest in kustomization.objects:
-        if not substitution_disabled(manifest.doc):
-            for reference in references(manifest.doc):
-                yield manifest, reference
+        disabled = substitution_disabled(manifest.doc)
+        if record is not None and record.ran and not disabled:
+            continue
+        if record is None:
+            why = f"Flux Kustomization {kustomization.name} has no postBuild"
+        elif disabled:
+            why = "substitution is disabled on this object"
+        else:
+            why = f"Flux Kustomization {kustomization.name}'s postBuild gives no variable (substituteStrategy)"
+        for reference in references(manifest.doc):
+            if reference.name in defined or (record is not None and not disabled and reference.has_default):
+                yield manifest, reference, why
 
 
 @rule(
     "flux-variable-unset",
     "error",
     requires=("flux",),
-    description="A ${VARIABLE} meant for Flux has neither a value nor a default",
+    description="A ${VARIABLE} meant for Flux has no value, or reaches the cluster as written",
     remediation="Give it a value in the Flux Kustomization's postBuild (substitute, or a substituteFrom "
     f"source such as the {CLUSTER_SETTINGS} ConfigMap that scripts/cluster-settings writes), a default "
     "(${NAME:=value}), or escape a literal as $${NAME}.",
     docs=f"""A Flux Kustomization with `spec.postBuild` runs envsubst over every object it applies: each
-      `${{NAME}}` takes its value from `postBuild.substitute` or a `substituteFrom` ConfigMap or Secret, and
-      one with neither a value nor a default becomes an empty string (an FSx StorageClass without a subnet,
-      a shell script whose `${{HOME}}` vanished). Values come from the repository's own ConfigMaps and
-      Secrets and from the `{CLUSTER_SETTINGS}` ConfigMap, which holds
+      `${{NAME}}` takes its value from `postBuild.substitute` or a `substituteFrom` ConfigMap or Secret.
+      One with neither a value nor a default fails the whole Kustomization (kustomize-controller v1.9
+      substitutes strictly by default; without that it would become an empty string: an FSx StorageClass
+      without a subnet, a shell script whose `${{HOME}}` vanished). Values come from the repository's own
+      ConfigMaps and Secrets and from the `{CLUSTER_SETTINGS}` ConfigMap, which holds
       {", ".join(f"`{name}`" for name in CLUSTER_VARIABLES)}; a Kustomization that also reads a source the
-      repository does not describe is not checked. Without `postBuild` Flux substitutes nothing, so one of
-      the `{CLUSTER_SETTINGS}` variables reaches the cluster as written (other `${{...}}`, such as a shell
-      script's, are left alone there).""",
+      repository does not describe is not checked. A variable that some postBuild of the environment
+      defines (or one of the `{CLUSTER_SETTINGS}` ones) also reaches the cluster as written where Flux
+      substitutes nothing: in a Kustomization without `postBuild`, in an object with substitution
+      disabled, or where postBuild gives no variable at all (substituteStrategy WithVariables). Other
+      `${{...}}` there, such as a shell script's, are left alone.""",
 )
 def flux_variable_unset(scope: Scope):
+    defined = _defined(scope)
     for kustomization in scope.kustomizations:
-        if post_build(kustomization.manifest.doc) is None:
-            for manifest, reference in _substituted(kustomization):
-                if reference.name in CLUSTER_VARIABLES:
-                    yield Finding(
-                        manifest,
-                        f"{reference.text} reaches the cluster as written: Flux Kustomization "
-                        f"{kustomization.name} has no postBuild",
-                        reference.path,
-                    )
-            continue
-        values = _values(scope, kustomization)
-        if not values.known:
-            continue
-        for manifest, reference in _substituted(kustomization):
-            if reference.name and not reference.has_default and reference.name not in values.names:
-                yield Finding(
-                    manifest,
-                    f"{reference.text} has no value in Flux Kustomization {kustomization.name}'s postBuild "
-                    "and no default, so Flux makes it empty",
-                    reference.path,
-                )
+        for manifest, reference, why in _as_written(kustomization, defined):
+            yield Finding(manifest, f"{reference.text} reaches the cluster as written: {why}", reference.path)
+        record = kustomization.substitution
+        for manifest, path, text in record.unset if record is not None else ():
+            yield Finding(
+                manifest,
+                f"{text} has no value in Flux Kustomization {kustomization.name}'s postBuild and no default, "
+                "so Flux fails the Kustomization (strict substitution)",
+                path,
+            )
 
 
 @rule(
@@ -111,30 +85,43 @@ def flux_variable_unset(scope: Scope):
     requires=("flux",),
     description="Flux's post-build substitution would fail the whole Kustomization",
     remediation="Write variables as ${NAME}, ${NAME:=default} or ${NAME:-default} (escape a literal as "
-    "$${...}), and apply a substituteFrom source in a Kustomization this one dependsOn.",
+    "$${...}), name variables [_a-zA-Z][_a-zA-Z0-9]*, and apply a substituteFrom source in a Kustomization "
+    "this one dependsOn.",
     docs="""Flux's envsubst refuses `${NAME-x}`, `${NAME+x}` (only the `:-`, `:+`, `:=`, `:?` and `=` forms
-      take a default), `${1}` and `${ NAME }`; one such reference fails the whole Kustomization, so none of
-      its objects is applied. A `substituteFrom` ConfigMap or Secret that the same Kustomization applies does
-      not exist on a new cluster when Flux reads it, before applying anything: the Kustomization never gets
-      applied.""",
+      take a default) and `${ NAME }`, and a postBuild variable (a `substitute` key, or a key of a
+      `substituteFrom` ConfigMap or Secret) whose name is not `[_a-zA-Z][_a-zA-Z0-9]*`; a substituted
+      object that is no longer valid YAML (a value with `: ` in it) fails too. One such problem fails the
+      whole Kustomization, so none of its objects is applied. A `substituteFrom` ConfigMap or Secret that
+      the same Kustomization applies does not exist on a new cluster when Flux reads it, before applying
+      anything: the Kustomization never gets applied.""",
 )
 def flux_substitution_invalid(scope: Scope):
     for kustomization in scope.kustomizations:
-        if post_build(kustomization.manifest.doc) is None:
+        post = post_build(kustomization.manifest.doc)
+        if post is None:
             continue
-        for index in _values(scope, kustomization).own_sources:
-            source = sources(post_build(kustomization.manifest.doc))[index]
-            yield Finding(
-                kustomization.manifest,
-                f"substituteFrom {source.get('kind')}/{source.get('name')} is applied by {kustomization.name} "
-                "itself, so on a new cluster it does not exist yet when Flux substitutes",
-                ("spec", "postBuild", "substituteFrom", index),
-            )
-        for manifest, reference in _substituted(kustomization):
-            if not reference.name:
+        for index, source in enumerate(sources(post)):
+            if _applied_by_itself(scope, kustomization, source):
                 yield Finding(
-                    manifest, f"Flux cannot parse {reference.text}, so {kustomization.name} fails", reference.path
+                    kustomization.manifest,
+                    f"substituteFrom {source.get('kind')}/{source.get('name')} is applied by {kustomization.name} "
+                    "itself, so on a new cluster it does not exist yet when Flux substitutes",
+                    ("spec", "postBuild", "substituteFrom", index),
                 )
+        record = kustomization.substitution
+        for manifest, path, message in record.errors if record is not None else ():
+            yield Finding(manifest, f"{message}, so {kustomization.name} fails", path)
+
+
+def _applied_by_itself(scope: Scope, kustomization: FluxKustomization, source: dict) -> bool:
+    namespace = kustomization.manifest.namespace or "default"
+    wanted = (str(source.get("kind", "")), str(source.get("name", "")), namespace)
+
+    def holds(manifest) -> bool:
+        return (manifest.kind, manifest.name, manifest.namespace or "default") == wanted
+
+    others = any(holds(m) for k in scope.kustomizations if k is not kustomization for m in k.objects)
+    return not others and any(holds(m) for m in kustomization.objects)
 
 
 pruning = category("Ordering")  # with the other rules about the Flux Kustomizations themselves

@@ -8,8 +8,12 @@ silently wins).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
+from .. import render_cache
 from ..errors import InputError
 from ..model import relative
 from ..rules.registry import Finding
@@ -22,16 +26,27 @@ OUTSIDE_A_REPOSITORY = "rules:\n  key-duplicates: enable\n"
 
 def _config(root: Path | None):
     """The repository's .yamllint (yamllint's default when it has none); outside a repository, duplicate keys
-    only."""
+    only. With what identifies it for the lint cache: yamllint's version and the configuration's text."""
+    import yamllint
     from yamllint.config import YamlLintConfig, YamlLintConfigError
 
     if root is None:
-        return YamlLintConfig(OUTSIDE_A_REPOSITORY)
+        return YamlLintConfig(OUTSIDE_A_REPOSITORY), f"{yamllint.__version__}\0{OUTSIDE_A_REPOSITORY}"
     config_file = next((root / n for n in CONFIG_FILES if (root / n).is_file()), None)
     try:
-        return YamlLintConfig(file=str(config_file)) if config_file else YamlLintConfig("extends: default")
-    except (YamlLintConfigError, OSError) as error:
+        if config_file is None:
+            return YamlLintConfig("extends: default"), f"{yamllint.__version__}\0extends: default"
+        config = YamlLintConfig(file=str(config_file))
+        text = config_file.read_text()
+    except (YamlLintConfigError, OSError, UnicodeDecodeError) as error:
         raise InputError(f"{config_file}: invalid yamllint configuration: {error}") from None
+    # A configuration that extends another file than yamllint's own has no identity of its own here.
+    plain = all(
+        line.split(":", 1)[-1].strip() in ("default", "relaxed")
+        for line in text.splitlines()
+        if line.startswith("extends:")
+    )
+    return config, f"{yamllint.__version__}\0{text}" if plain else None
 
 
 def _unique(files: list[Path]) -> list[Path]:
@@ -47,15 +62,13 @@ def _unique(files: list[Path]) -> list[Path]:
 def lint(files: list[Path], root: Path, progress) -> list[Finding]:
     """yamllint findings (file names relative to `root`, where validate runs); a file that is not YAML at all is
     an input error."""
-    from yamllint import linter
-
     configs: dict[Path | None, object] = {}
     findings, cache, checked = [], {}, 0
     for path in _unique(files):
         own = find_root(path.parent)
         if own not in configs:
             configs[own] = _config(own)
-        config = configs[own]
+        config, identity = configs[own]
         name = relative(path, root)
         inside = relative(path, own) if own else name  # what the repository's ignore patterns match
         if config.is_file_ignored(inside):
@@ -69,7 +82,7 @@ def lint(files: list[Path], root: Path, progress) -> list[Finding]:
         by_name = any(isinstance(c, dict) and c.get("ignore") for c in config.rules.values())
         key = (id(config), text, inside if by_name else "")
         if key not in cache:
-            cache[key] = list(linter.run(text, config, inside))
+            cache[key] = _problems(text, config, identity, inside, key[2])
         for problem in cache[key]:
             if problem.rule is None:  # yamllint reports a parse failure as a rule-less error
                 raise InputError(f"{name}:{problem.line}: invalid YAML: {problem.desc.removeprefix('syntax error: ')}")
@@ -80,3 +93,27 @@ def lint(files: list[Path], root: Path, progress) -> list[Finding]:
             )
     progress(f"yamllint: {checked} files, {len(findings)} problems")
     return findings
+
+
+@dataclass(frozen=True)
+class _Problem:
+    line: int
+    level: str
+    rule: str | None
+    desc: str
+
+
+def _problems(text: str, config, identity: str | None, name: str, keyed_name: str) -> list[_Problem]:
+    """yamllint's problems in `text`, kept in the render cache (render_cache.py) by a hash of the text, the
+    configuration and yamllint's version, so an unchanged file is not linted again on the next run."""
+    from yamllint import linter
+
+    def run() -> str:
+        found = [[p.line, p.level, p.rule, p.desc] for p in linter.run(text, config, name)]
+        return json.dumps(found)
+
+    cache = render_cache.shared()
+    if cache is None or identity is None:
+        return [_Problem(*p) for p in json.loads(run())]
+    key = hashlib.sha256(f"yamllint\0{identity}\0{keyed_name}\0{text}".encode()).hexdigest()
+    return [_Problem(*p) for p in json.loads(cache.get_or_build(key, run))]

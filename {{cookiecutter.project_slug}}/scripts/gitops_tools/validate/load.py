@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import eks, kustomize, platform, render
+from .. import eks, kustomize, platform, post_build, render
 from ..errors import InputError
 from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, read_file, relative
 from .plan import Plan, check_readable
@@ -84,6 +84,9 @@ def load(
     else:
         scopes = [_read_inputs(plan, override, settings, progress)]
     notes = []
+    if plan.repository:
+        for environment in environments:
+            notes.extend(post_build.notes(environment.name, environment.kustomizations))
     for scope in scopes:
         scope.kubernetes_version, origin = kubernetes_version_of(scope.cluster_config, kubernetes_version)
         if origin != "the ClusterConfig":

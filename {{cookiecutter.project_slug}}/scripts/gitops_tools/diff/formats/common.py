@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from ..model import ADDED, CHANGED, REMOVED, STATUS_SIGN, EnvironmentDiff, Figure, Notice, ObjectChange, Report
+from ..model import ADDED, REMOVED, STATUS_SIGN, STATUSES, EnvironmentDiff, Figure, Notice, ObjectChange, Report
 
 ARROW = "->"
+NO_CHANGES = "No changes in the rendered manifests."
+# When an environment does not render: nothing can be said about it.
+NO_CHANGES_IN_OTHERS = "No changes in the environments that render."
 
 
 def number(value: int | None) -> str:
@@ -40,8 +43,9 @@ def figure_lines(env: EnvironmentDiff, arrow: str = ARROW) -> list[str]:
 
 
 def counts(env: EnvironmentDiff) -> str:
-    """ "+1 ~2 -0" style counts, leaving out the zeros ("no change" when all are)."""
-    parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in (ADDED, CHANGED, REMOVED) if env.count(status)]
+    """ "+1 ~2 >3 -1" style counts (added, changed, moved, removed), leaving out the zeros ("no change" when
+    all are)."""
+    parts = [f"{STATUS_SIGN[status]}{env.count(status)}" for status in STATUSES if env.count(status)]
     return " ".join(parts) or "no change"
 
 

@@ -11,7 +11,18 @@ import re
 
 from ...escaping import code_span, in_html, in_table, neutralise_commands
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
-from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
+from .common import (
+    NO_CHANGES,
+    NO_CHANGES_IN_OTHERS,
+    counts,
+    env_title,
+    figure,
+    figure_lines,
+    figures,
+    grouped_notices,
+    owner,
+    stat,
+)
 
 GITHUB_LIMIT = 65_536
 # Room for what a workflow adds around the body (a hidden marker, a footer).
@@ -22,6 +33,7 @@ _LISTED_CUTS = 20  # names of left-out diffs the note lists before "and N more"
 _NOTE_RESERVE = 4_000  # characters kept free for that note
 _LONGEST_NAME = 120
 _LONGEST_HINT = 400
+_LONGEST_ERROR = 1_000
 
 
 def render(report: Report, max_chars: int = DEFAULT_LIMIT, full_diff_hint: str = "") -> str:
@@ -35,10 +47,12 @@ def render(report: Report, max_chars: int = DEFAULT_LIMIT, full_diff_hint: str =
 
 def _summary(report: Report, max_chars: int) -> str:
     lines = ["## Manifest diff", "", f"{code_span(report.base.label)} {ARROW} {code_span(report.head.label)}"]
+    lines += _broken(report, max_chars)
     if not report.has_changes:
-        return "\n".join(lines + ["", "No changes in the rendered manifests."]) + "\n"
+        return "\n".join(lines + ["", NO_CHANGES_IN_OTHERS if report.broken else NO_CHANGES]) + "\n"
     changed, total = report.changed, len(report.environments)
-    lines[-1] += f": changes in **{len(changed)} of {total}** environment{'s' if total != 1 else ''}."
+    rendered = "rendered " if report.broken else ""
+    lines[2] += f": changes in **{len(changed)} of {total}** {rendered}environment{'s' if total != 1 else ''}."
     lines += [
         "",
         "| Environment | Objects | MPIJob GPUs | GPU quota | GPU node capacity | Notices |",
@@ -63,8 +77,32 @@ def _summary(report: Report, max_chars: int) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def _broken(report: Report, max_chars: int) -> list[str]:
+    """A section naming each environment that does not render, with its one-line error."""
+    if not report.broken:
+        return []
+    items = [
+        # A code span, not <code>: markdown would read backticks in the error inside an HTML element.
+        f"- **{in_html(broken.name)}**: {code_span(_clip(broken.error, _LONGEST_ERROR))}"
+        for broken in report.broken
+    ]
+    return [
+        "",
+        "### 🛑 Not rendered",
+        "",
+        "The diff of these environments is left out, and the check fails until they render:",
+        "",
+        *_fit(items, max_chars // 8, "- … and {n} more environments"),
+    ]
+
+
 def _row(env: EnvironmentDiff) -> str:
-    cells = [_env_cell(env), counts(env), *(figure(value, ARROW) for _, value in figures(env)), _notice_counts(env)]
+    cells = [
+        _env_cell(env),
+        in_table(counts(env)),
+        *(figure(value, ARROW) for _, value in figures(env)),
+        _notice_counts(env),
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -98,7 +136,7 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
     for env in report.changed:
         figures = "".join(f"- {in_html(line)}\n" for line in figure_lines(env, ARROW))
         opening = (
-            f"<details><summary><b>{in_html(env_title(env))}</b>: {counts(env)}</summary>\n\n"
+            f"<details><summary><b>{in_html(env_title(env))}</b>: {in_html(counts(env))}</summary>\n\n"
             f"{figures}{chr(10) if figures else ''}"
         )
         closing = "</details>\n\n"
@@ -119,7 +157,7 @@ def _sections(report: Report, budget: int) -> tuple[str, list[tuple[str, ObjectC
 def _object_section(change: ObjectChange) -> str:
     fence = _fence(change.diff)
     summary = (
-        f"{STATUS_SIGN[change.status]} <code>{in_html(change.key.resource)}</code> "
+        f"{in_html(STATUS_SIGN[change.status])} <code>{in_html(change.resource)}</code> "
         f"({in_html(owner(change))}, {stat(change)})"
     )
     body = f"{fence}diff\n{change.diff}\n{fence}" if change.diff else "Content unchanged."
@@ -135,7 +173,7 @@ def _fence(content: str) -> str:
 def _cut_note(cut: list[tuple[str, ObjectChange]], hint: str) -> str:
     if not cut:
         return ""
-    names = [code_span(_clip(f"{env}: {change.key.resource}", _LONGEST_NAME)) for env, change in cut[:_LISTED_CUTS]]
+    names = [code_span(_clip(f"{env}: {change.resource}", _LONGEST_NAME)) for env, change in cut[:_LISTED_CUTS]]
     more = f" and {len(cut) - _LISTED_CUTS} more" if len(cut) > _LISTED_CUTS else ""
     how = f" {_clip(hint, _LONGEST_HINT)}" if hint else " Run `scripts/diff` locally for the full diff."
     return (

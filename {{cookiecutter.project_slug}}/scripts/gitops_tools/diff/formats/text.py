@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ...escaping import neutralise_commands
 from ..model import DANGER, STATUS_SIGN, WARNING, Report
-from .common import counts, env_title, figure, figure_lines, figures, grouped_notices, owner, stat
+from .common import (
+    NO_CHANGES,
+    NO_CHANGES_IN_OTHERS,
+    counts,
+    env_title,
+    figure,
+    figure_lines,
+    figures,
+    grouped_notices,
+    owner,
+    stat,
+)
 
 _CODES = {"bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2"}
 
@@ -14,8 +25,11 @@ def render(report: Report, color: bool = False) -> str:
         return f"\033[{_CODES[style]}m{text}\033[0m" if color else text
 
     lines = [paint(f"Manifest diff: {report.base.label} -> {report.head.label}", "bold")]
+    if report.broken:
+        lines += ["", paint("Not rendered (their diff is left out)", "bold")]
+        lines += [f"  {paint('ERROR', 'red')} {broken.name}: {broken.error}" for broken in report.broken]
     if not report.has_changes:
-        lines.append("No changes in the rendered manifests.")
+        lines += ["", NO_CHANGES_IN_OTHERS] if report.broken else [NO_CHANGES]
         return neutralise_commands("\n".join(lines) + "\n")
 
     lines += ["", paint("Impact", "bold")]
@@ -38,7 +52,7 @@ def render(report: Report, color: bool = False) -> str:
         lines += ["", paint(f"=== {env_title(env)}: {counts(env)}", "bold")]
         lines += [f"  {line}" for line in figure_lines(env)]
         for change in env.changes:
-            title = f"{STATUS_SIGN[change.status]} {change.key.resource}  ({owner(change)}, {stat(change)})"
+            title = f"{STATUS_SIGN[change.status]} {change.resource}  ({owner(change)}, {stat(change)})"
             lines += ["", paint(title, "bold")]
             lines += [_paint_diff_line(line, paint) for line in change.diff.splitlines()] or ["  content unchanged"]
     return neutralise_commands("\n".join(lines) + "\n")

@@ -1,11 +1,15 @@
-"""What removing an object (or moving it to another Flux Kustomization) does on the cluster:
+"""What removing an object (or moving it to another Flux Kustomization or namespace) does on the cluster:
 data that is deleted where Flux prunes, objects left behind where it does not (the
-Kustomization does not prune, or the object opts out with a Flux label or annotation)."""
+Kustomization does not prune, or the object opts out with a Flux label or annotation).
+
+An object that moves to another namespace is a new object there; the one in the old namespace is
+removed, so it gets the notices of a removed object, about the old one ("PersistentVolumeClaim
+ml/data"), saying where it moves."""
 
 from __future__ import annotations
 
 from ...model import MPIJOB, NAMESPACE, PVC, STORAGE_CLASS, FluxKustomization
-from ..model import DANGER, INFO, REMOVED, WARNING, Notice, ObjectChange
+from ..model import DANGER, INFO, MOVED, REMOVED, WARNING, Notice, ObjectChange
 from .catalogue import notice_kind
 from .context import FSX_PROVISIONER, Context, kept_on_removal, prunes, reclaim_policy, spec, volume_fate
 
@@ -17,7 +21,9 @@ CLAIM_DELETED = notice_kind(
     docs="""The claim's Flux Kustomization prunes, so removing the claim from Git deletes it on the cluster; its
     StorageClass's reclaim policy is Delete (the default) or unknown, so the volume and every file on it (for
     FSx for Lustre: the file system, data and checkpoints) are deleted too. Keep the claim, or give its class
-    `reclaimPolicy: Retain` before removing it.""",
+    `reclaimPolicy: Retain` before removing it. A claim that moves to another namespace (an overlay's
+    `namespace:` or a Flux `targetNamespace` that changes) is removed from the old one the same way, and the
+    new claim starts with an empty volume.""",
 )
 CLAIM_RELEASED = notice_kind(
     "claim-released",
@@ -84,7 +90,7 @@ LEFT_ON_CLUSTER = notice_kind(
     description="Objects leave Git but Flux does not delete them",
     docs="""Their Flux Kustomization does not prune, or the object carries `kustomize.toolkit.fluxcd.io/prune:
     disabled` (or `reconcile: disabled`). Nothing is deleted; delete the objects by hand if they should
-    go.""",
+    go. An object that moves to another namespace leaves its old copy behind the same way.""",
 )
 
 
@@ -93,25 +99,36 @@ def deleted(change: ObjectChange, context: Context) -> bool:
     return prunes(context.kustomization(change.before, "base")) and not kept_on_removal(change.before)
 
 
+def _gone(change: ObjectChange) -> tuple[str, str]:
+    """(the removed object's name, a sentence before the notice's own) for a removed or moved object."""
+    if change.status != MOVED:
+        return change.key.resource, ""
+    where = f"namespace `{change.key.namespace}`"
+    new = "a new claim with a new, empty volume" if (change.key.group, change.key.kind) == PVC else "a new object"
+    return (
+        change.old_key.resource,
+        f"Moves to {where}, where {new} is created; the one in `{change.from_namespace}` goes. ",
+    )
+
+
 def removed(change: ObjectChange, context: Context) -> list[Notice]:
     if not deleted(change, context):
         return []  # counted by `orphans`
     owner = context.kustomization(change.before, "base")
     group_kind = (change.key.group, change.key.kind)
+    resource, moves = _gone(change)
     if group_kind == PVC:
         severity, fate = volume_fate(change.before, context, "base")
         kind = CLAIM_DELETED if severity == DANGER else CLAIM_RELEASED
         return [
-            kind.notice(
-                change.key.resource, f"Flux Kustomization `{owner.name}` prunes: the claim is deleted, and {fate}."
-            )
+            kind.notice(resource, f"{moves}Flux Kustomization `{owner.name}` prunes: the claim is deleted, and {fate}.")
         ]
     if group_kind == STORAGE_CLASS:
         return _storage_class_removed(change, context, owner)
     if group_kind == NAMESPACE:
         return [
             NAMESPACE_DELETED.notice(
-                change.key.resource,
+                resource,
                 f"Flux Kustomization `{owner.name}` prunes: deleting the namespace deletes everything in "
                 f"it, also objects that are not in Git.{_claims_in(change.key.name, context)}",
             )
@@ -119,8 +136,8 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
     if group_kind == MPIJOB:
         return [
             JOB_STOPS.notice(
-                change.key.resource,
-                f"Flux Kustomization `{owner.name}` prunes: the MPIJob and its pods are deleted, so a "
+                resource,
+                f"{moves}Flux Kustomization `{owner.name}` prunes: the MPIJob and its pods are deleted, so a "
                 f"running training run stops.",
             )
         ]
@@ -139,9 +156,9 @@ def _storage_class_removed(change: ObjectChange, context: Context, owner: FluxKu
     if change.before.doc.get("provisioner") != FSX_PROVISIONER or reclaim_policy(change.before) != "Delete":
         return []
     claims_removed = [
-        c.key.resource
+        c.old_key.resource
         for c in context.changes
-        if c.status == REMOVED
+        if c.status in (REMOVED, MOVED)
         and (c.key.group, c.key.kind) == PVC
         and deleted(c, context)
         and spec(c.before).get("storageClassName") == change.key.name
@@ -188,21 +205,21 @@ def moved(change: ObjectChange, context: Context) -> list[Notice]:
 
 def orphans(context: Context) -> list[Notice]:
     """Removed objects Flux does not delete stay on the cluster: one notice per owner that does
-    not prune, one per object that opts out of pruning."""
-    left: dict[str, int] = {}
+    not prune, one per object that opts out of pruning. A moved object's old copy counts."""
+    left: dict[str, list[ObjectChange]] = {}
     kept = []
     for change in context.changes:
-        if change.status != REMOVED:
+        if change.status not in (REMOVED, MOVED):  # a moved object leaves its old namespace
             continue
         owner = context.kustomization(change.before, "base")
         if owner is None:
             continue
         if not prunes(owner):
-            left[owner.name] = left.get(owner.name, 0) + 1
+            left.setdefault(owner.name, []).append(change)
         elif setting := kept_on_removal(change.before):
             kept.append(
                 LEFT_ON_CLUSTER.notice(
-                    change.key.resource,
+                    change.old_key.resource,
                     f"It carries `{setting}`, so Flux leaves it on the cluster and nothing is "
                     f"deleted. Delete it by hand if it should go.",
                 )
@@ -210,8 +227,15 @@ def orphans(context: Context) -> list[Notice]:
     return [
         LEFT_ON_CLUSTER.notice(
             f"Kustomization {name}",
-            f"{count} removed object{'s stay' if count != 1 else ' stays'} on the cluster: Flux "
-            f"Kustomization `{name}` does not prune.",
+            f"{len(changes)} removed object{'s stay' if len(changes) != 1 else ' stays'} on the cluster"
+            f"{_moved_copies(changes)}: Flux Kustomization `{name}` does not prune.",
         )
-        for name, count in left.items()
+        for name, changes in left.items()
     ] + kept
+
+
+def _moved_copies(changes: list[ObjectChange]) -> str:
+    moved = sum(1 for change in changes if change.status == MOVED)
+    if not moved:
+        return ""
+    return f" ({moved} of them moved to another namespace, where a new copy is created)"
