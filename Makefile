@@ -11,8 +11,12 @@ TRAINER_VENV ?= $(abspath .venv-trainer)
 FLUX_VERSION := v2.9.5
 TOOLS_CACHE ?= $(HOME)/.cache/gitops-template
 FLUX := $(TOOLS_CACHE)/flux-$(FLUX_VERSION)/flux
+# The local control plane of the live-cluster tests (etcd, kube-apiserver, kube-scheduler, kwok, the MPI
+# operator), built once from the Go module proxy (tools/build-control-plane.sh says how and which versions).
+CONTROL_PLANE_VERSION := v1.34.4
+CONTROL_PLANE := $(TOOLS_CACHE)/control-plane-$(CONTROL_PLANE_VERSION)
 
-.PHONY: help setup flux demo lint format test bench clean
+.PHONY: help setup flux control-plane demo lint format test bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
@@ -35,6 +39,12 @@ flux: $(FLUX)
 $(FLUX):
 	tools/build-flux.sh $(FLUX_VERSION) $@
 
+control-plane: $(CONTROL_PLANE)/.built
+
+$(CONTROL_PLANE)/.built: tools/build-control-plane.sh tools/control-plane/kubernetes/go.mod tools/control-plane/etcd/go.mod
+	tools/build-control-plane.sh $(CONTROL_PLANE)
+	touch $@
+
 demo: setup
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
@@ -49,8 +59,10 @@ format: setup
 	$(RUFF) check --fix .
 	$(RUFF) format .
 
-test: lint $(FLUX)
-	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+test: lint $(FLUX) control-plane
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
+	  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: setup
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py

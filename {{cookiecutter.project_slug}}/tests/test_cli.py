@@ -18,7 +18,7 @@ from conftest import git
 
 from gitops_tools import cli
 
-VERBS = ("render", "validate", "diff", "new-environment", "new-job")
+VERBS = ("render", "validate", "diff", "new-environment", "new-job", "status", "simulate")
 
 
 def environment(**extra: str) -> dict:

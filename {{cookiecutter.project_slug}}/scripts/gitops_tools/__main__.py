@@ -17,6 +17,8 @@ VERBS = {
     "new-environment": "gitops_tools.new_environment",
     "new-job": "gitops_tools.new_job",
     "cluster-settings": "gitops_tools.cluster_settings",
+    "status": "gitops_tools.live.status",
+    "simulate": "gitops_tools.live.simulate",
 }
 
 

@@ -3,6 +3,11 @@
     scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
                  [--output FILE] [--markdown-output FILE] [--exit-code]
     scripts/diff --list-notices [--format text|markdown|json]
+    scripts/diff --live [--env ENV]... [--context CTX] [--format text|markdown|json]
+
+--live: what applying the working tree's environments would change on the cluster of the kubeconfig
+($KUBECONFIG): each object's server-side apply dry run against the live object, and what Flux would
+prune; with --live, --context names the kubeconfig context.
 
 --markdown-output also writes the markdown (the pull-request comment) from the same render, so
 CI gets the comment and a full text diff for its log while rendering each ref once.
@@ -57,7 +62,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="also write the markdown report to FILE (e.g. text on standard output for a CI log)",
     )
     parser.add_argument("--exit-code", action="store_true", help="exit with 1 when anything changes")
-    parser.add_argument("--context", type=int, default=3, metavar="N", help="unchanged lines around each change")
+    parser.add_argument("--live", action="store_true", help="compare with the cluster instead of a git ref")
+    parser.add_argument(
+        "--context",
+        default=None,
+        metavar="N",
+        help="unchanged lines around each change (with --live: the kube context)",
+    )
     parser.add_argument(
         "--max-chars",
         type=int,
@@ -74,6 +85,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.list_notices:
         return args
+    if args.live:
+        if args.base or args.head:
+            parser.error("--live compares with the cluster, not with --base/--head")
+        args.kube_context, args.context = args.context, 3
+        return args
+    try:
+        args.context = 3 if args.context is None else int(args.context)
+    except ValueError:
+        parser.error(f"--context {args.context}: expected a number of lines")
     if not args.base:
         parser.error("the following arguments are required: --base")
     if args.context < 0:
@@ -111,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list_notices:
         write(catalogue.document(args.format), args.output)
         return 0
+    if args.live:
+        return run_live(args)
     root = repository_root(Path.cwd())
     gitrefs.prefix(root)  # outside a git repository: one clear line, before any ref is resolved
     base, head = side(args.base, root), side(args.head, root)
@@ -132,6 +154,23 @@ def run(args: argparse.Namespace) -> int:
     for broken in rendered.broken:  # after the diff of the others is written
         print(f"{VERB}: {broken.line}", file=sys.stderr)
     if rendered.broken:
+        return 2
+    return 1 if args.exit_code and report.has_changes else 0
+
+
+def run_live(args: argparse.Namespace) -> int:
+    from ..live.server_apply import live_report
+
+    report, problems = live_report(args.env, args.kube_context, args.context)
+    options = Options(
+        color=use_color(args.color, args.output),
+        max_chars=args.max_chars,
+        full_diff_hint="Run `scripts/diff --live` for the full diff.",
+    )
+    write(FORMATS[args.format](report, options), args.output)
+    for problem in problems:  # objects the server refuses: validate --server explains them
+        print(f"{VERB}: the server refuses {problem}", file=sys.stderr)
+    if problems:
         return 2
     return 1 if args.exit_code and report.has_changes else 0
 

@@ -3,6 +3,10 @@
     scripts/validate [PATH ...] [--env ENV] [--format text|json|github] [--cluster-config FILE]
                      [--schema-dir DIR] [--kubernetes-version X.Y] [--strict] [--quiet]
     scripts/validate --list-rules [--format text|json|markdown]
+    scripts/validate --server [--env ENV] [--context CTX] [--format text|json|github]
+
+--server dry-run applies every rendered object against the cluster of the kubeconfig ($KUBECONFIG)
+as Flux would (server-rejected, server-dropped-fields).
 
 PATH is the repository root (the default: every environment), clusters/<env> (one environment),
 a kustomization folder, a folder of plain manifests, or files. Exit status: 0 clean (warnings
@@ -56,6 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--list-rules", action="store_true", help="print the rule catalogue and exit")
+    parser.add_argument("--server", action="store_true", help="server-side apply dry run against the cluster")
+    parser.add_argument("--context", metavar="CTX", help="with --server: the kubeconfig context (default: current)")
     args = parser.parse_args(argv)
     if args.list_rules and args.format not in docs.FORMATS:
         parser.error(f"--list-rules prints text, json or markdown, not {args.format}")
@@ -65,6 +71,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--kubernetes-version {args.kubernetes_version}: expected a version such as 1.34")
     if args.schema_dir and not args.schema_dir.is_dir():
         raise InputError(f"{args.schema_dir}: --schema-dir is not a folder")
+    if args.context and not args.server:
+        parser.error("--context goes with --server")
+    if args.server and args.paths:
+        parser.error("--server validates environments (--env), not paths")
     return args
 
 
@@ -73,6 +83,12 @@ def _validate(argv: list[str] | None) -> int:
     if args.list_rules:
         sys.stdout.write(docs.document(args.format))
         return 0
+    if args.server:
+        from ..live.server_apply import validate_server
+
+        result = validate_server(args.env, args.context, cli.progress(VERB, args.quiet))
+        sys.stdout.write(report.FORMATS[args.format](result))
+        return result.exit_code(args.strict)
 
     options = Options(args.paths, args.env, args.cluster_config, args.schema_dir, args.kubernetes_version)
     result = validate(options, cli.progress(VERB, args.quiet))

@@ -1,0 +1,13 @@
+// kube-scheduler built from k8s.io/kubernetes, as kube-apiserver.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
+}
