@@ -373,7 +373,8 @@ def test_a_missing_kubeconfig_is_one_line(tmp_path):
             ("--live", "--base", "main"),
             "diff: --live compares with the cluster, not with --base/--head (see --help)",
         ),
-        ("diff", ("--live", "--context", "prod"), "diff: unknown context 'prod' in {kubeconfig}; known: local"),
+        ("diff", ("--live", "--kube-context", "prod"), "diff: unknown context 'prod' in {kubeconfig}; known: local"),
+        ("diff", ("--base", "main", "--kube-context", "local"), "diff: --kube-context goes with --live (see --help)"),
         ("validate", ("--server", "--env", "nope"), "validate: unknown environment 'nope'; known: dev, prod"),
     ],
 )

@@ -3,11 +3,12 @@
     scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
                  [--output FILE] [--markdown-output FILE] [--exit-code]
     scripts/diff --list-notices [--format text|markdown|json]
-    scripts/diff --live [--env ENV]... [--context CTX] [--format text|markdown|json]
+    scripts/diff --live [--env ENV]... [--kube-context CTX] [--format text|markdown|json]
 
 --live: what applying the working tree's environments would change on the cluster of the kubeconfig
 ($KUBECONFIG): each object's server-side apply dry run against the live object, and what Flux would
-prune; with --live, --context names the kubeconfig context.
+prune; --kube-context names the kubeconfig context (default: its current one). --context is the
+number of unchanged lines around each change, as without --live.
 
 --markdown-output also writes the markdown (the pull-request comment) from the same render, so
 CI gets the comment and a full text diff for its log while rendering each ref once.
@@ -67,7 +68,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--context",
         default=None,
         metavar="N",
-        help="unchanged lines around each change (with --live: the kube context)",
+        help="unchanged lines around each change (default 3)",
+    )
+    parser.add_argument(
+        "--kube-context", metavar="CTX", help="with --live: the kubeconfig context (default: the current one)"
     )
     parser.add_argument(
         "--max-chars",
@@ -88,13 +92,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.live:
         if args.base or args.head:
             parser.error("--live compares with the cluster, not with --base/--head")
-        args.kube_context, args.context = args.context, 3
-        return args
+    elif args.kube_context:
+        parser.error("--kube-context goes with --live")
     try:
         args.context = 3 if args.context is None else int(args.context)
     except ValueError:
         parser.error(f"--context {args.context}: expected a number of lines")
-    if not args.base:
+    if not args.base and not args.live:
         parser.error("the following arguments are required: --base")
     if args.context < 0:
         parser.error("--context must be 0 or more")
