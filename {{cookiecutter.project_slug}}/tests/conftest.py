@@ -117,11 +117,11 @@ def run_validate(*args: str, cwd: Path, env: dict | None = None) -> subprocess.C
 CONTROL_PLANE_REQUIRED = bool(os.environ.get("GITOPS_REQUIRE_CONTROL_PLANE"))
 
 
-def _control_plane(components):
-    """A started control plane with the pinned CRDs installed; skipped without its binaries unless
-    GITOPS_REQUIRE_CONTROL_PLANE is set (the template's `make test` sets it, after building them)."""
+def need_binaries(components) -> None:
+    """Skip the test without the control plane's binaries, unless GITOPS_REQUIRE_CONTROL_PLANE is set
+    (the template's `make test` sets it, after building them)."""
     from gitops_tools.errors import InputError
-    from gitops_tools.live.control_plane import ControlPlane, find_binary
+    from gitops_tools.live.control_plane import find_binary
 
     try:
         for name in components:
@@ -130,6 +130,13 @@ def _control_plane(components):
         if CONTROL_PLANE_REQUIRED:
             raise
         pytest.skip(str(error))
+
+
+def _control_plane(components):
+    """A started control plane with the pinned CRDs installed (skipped as need_binaries says)."""
+    from gitops_tools.live.control_plane import ControlPlane
+
+    need_binaries(components)
     plane = ControlPlane(components=components)
     plane.start()
     if SCHEMA_DIR is not None:

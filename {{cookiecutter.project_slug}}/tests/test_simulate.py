@@ -10,25 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONTROL_PLANE_REQUIRED, REPO
+from conftest import REPO, need_binaries
 
 from gitops_tools.errors import InputError
 from gitops_tools.live.simulate import node_docs
 from gitops_tools.render import render_repository
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "mpi-operator")
-
-
-def need_binaries() -> None:
-    from gitops_tools.live.control_plane import find_binary
-
-    try:
-        for name in COMPONENTS:
-            find_binary(name)
-    except InputError as error:
-        if CONTROL_PLANE_REQUIRED:
-            raise
-        pytest.skip(str(error))
 
 
 def run_simulate(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -86,7 +74,7 @@ def test_unknown_environment_is_one_line(repo_copy):
 
 
 def test_prod_job_is_placed_launcher_on_system_workers_on_gpu(repo_copy):
-    need_binaries()
+    need_binaries(COMPONENTS)
     result = run_simulate("--env", "prod", "--format", "json", cwd=repo_copy)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -102,7 +90,7 @@ def test_prod_job_is_placed_launcher_on_system_workers_on_gpu(repo_copy):
 
 
 def test_workers_asking_more_gpus_than_a_node_has_stay_pending_with_the_schedulers_reason(repo_copy):
-    need_binaries()
+    need_binaries(COMPONENTS)
     settings = repo_copy / "overlays" / "prod" / "settings.yaml"
     text = settings.read_text()
     assert text.count("nvidia.com/gpu: 8") == 2  # requests and limits of workerResources
@@ -137,7 +125,7 @@ def test_a_tooling_environment_without_kubernetes_says_make_setup(repo_copy, tmp
 
 
 def test_pods_the_api_server_refuses_are_reported_with_the_operators_warning(repo_copy):
-    need_binaries()
+    need_binaries(COMPONENTS)
     namespace = repo_copy / "overlays" / "base" / "training" / "namespace.yaml"
     text = namespace.read_text()
     assert "pod-security.kubernetes.io/enforce: baseline" in text
