@@ -15,8 +15,12 @@ FLUX := $(TOOLS_CACHE)/flux-$(FLUX_VERSION)/flux
 # operator), built once from the Go module proxy (tools/build-control-plane.sh says how and which versions).
 CONTROL_PLANE_VERSION := v1.34.4
 CONTROL_PLANE := $(TOOLS_CACHE)/control-plane-$(CONTROL_PLANE_VERSION)
+# kustomize-batch, the renders' in-process kustomize (the generated repository's scripts/kustomize-batch), built
+# into the tooling environment the tests run the scripts with; Go keeps its module and build caches.
+KUSTOMIZE_BATCH_SOURCE := {{cookiecutter.project_slug}}/scripts/kustomize-batch
+KUSTOMIZE_BATCH := $(BIN)/kustomize-batch
 
-.PHONY: help setup flux control-plane demo lint format test bench clean
+.PHONY: help setup flux control-plane kustomize-batch demo lint format test bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
@@ -41,6 +45,11 @@ $(FLUX):
 
 control-plane: $(CONTROL_PLANE)/.built
 
+kustomize-batch: $(KUSTOMIZE_BATCH)
+
+$(KUSTOMIZE_BATCH): $(BIN)/.installed $(KUSTOMIZE_BATCH_SOURCE)/main.go $(KUSTOMIZE_BATCH_SOURCE)/go.mod $(KUSTOMIZE_BATCH_SOURCE)/go.sum
+	cd "$(KUSTOMIZE_BATCH_SOURCE)" && go build -trimpath -o "$(abspath $@)" .
+
 $(CONTROL_PLANE)/.built: tools/build-control-plane.sh tools/control-plane/kubernetes/go.mod tools/control-plane/etcd/go.mod
 	tools/build-control-plane.sh $(CONTROL_PLANE)
 	touch $@
@@ -59,12 +68,12 @@ format: setup
 	$(RUFF) check --fix .
 	$(RUFF) format .
 
-test: lint $(FLUX) control-plane
+test: lint $(FLUX) control-plane $(KUSTOMIZE_BATCH)
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
-	  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 \
+	  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 GITOPS_REQUIRE_KUSTOMIZE_BATCH=1 \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
-bench: setup
+bench: setup $(KUSTOMIZE_BATCH)
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_cache.py

@@ -225,7 +225,8 @@ def slow_kustomize(folder: Path) -> dict:
     shim = folder / "kustomize"
     shim.write_text(f'#!/bin/sh\ntouch "{folder}/started"\nshift\nsleep 30\nexec kubectl kustomize "$@"\n')
     shim.chmod(0o755)
-    return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}")
+    # The stand-in is a kustomize process per build: kustomize-batch, which builds in-process, is off.
+    return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", GITOPS_KUSTOMIZE_BATCH="off")
 
 
 def wait_for(path: Path, seconds: float = 30) -> None:

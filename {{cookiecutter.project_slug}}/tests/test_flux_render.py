@@ -139,6 +139,51 @@ def test_nested_kustomizations_of_this_repository_are_followed_others_are_not(re
     ]
 
 
+def root_sync(post_build: dict) -> dict:
+    """The repository's own copy of bootstrap's Kustomization (gotk-sync.yaml), with spec.postBuild."""
+    root = nested("flux-system", "./clusters/prod")
+    root["spec"]["postBuild"] = post_build
+    return root
+
+
+def test_a_child_path_with_a_variable_is_built_where_the_parents_substitution_points(repo):
+    repo.write_yaml("clusters/prod/flux-system/gotk-sync.yaml", root_sync({"substitute": {"CLUSTER": "prod"}}))
+    apps = nested("apps", "./apps/${CLUSTER}")
+    apps["spec"]["postBuild"] = {"substitute": {"TEAM": "${CLUSTER}-team"}}  # the root's variable, passed on
+    repo.write_yaml("clusters/prod/apps.yaml", apps)
+    repo.write_yaml("apps/prod/backdoor.yaml", BACKDOOR)
+    repo.write_yaml("apps/prod/more.yaml", nested("more", "./apps/more-${TEAM}"))  # a grandchild, the same way
+    repo.write_yaml("apps/prod/unset.yaml", nested("unset", "./apps/${CLUSTER}"))  # apps does not know CLUSTER
+    repo.write_yaml("apps/more-prod-team/c.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})
+
+    found = kustomizations(repo)
+
+    assert list(found)[:4] == ["flux-system", "infrastructure", "training", "apps"]
+    assert (found["apps"].path, found["more"].path) == ("apps/prod", "apps/more-prod-team")
+    assert sorted(m.resource for m in found["apps"].objects) == [
+        "ClusterRoleBinding/backdoor",
+        "Kustomization/flux-system/unset",  # Flux fails it: ${CLUSTER} has no value in apps
+    ]
+    assert [m.resource for m in found["more"].objects] == ["ConfigMap/c"]
+    assert found["apps"].manifest.doc["spec"]["path"] == "./apps/prod"  # as Flux applies it
+    assert [m.resource for m in found["flux-system"].objects] == []
+
+
+def test_a_child_path_only_the_cluster_can_fill_in_is_not_followed_and_validate_says_so(repo, monkeypatch, capsys):
+    from_cluster = {"substituteFrom": [{"kind": "ConfigMap", "name": "made-on-the-cluster"}]}
+    repo.write_yaml("clusters/prod/flux-system/gotk-sync.yaml", root_sync(from_cluster))
+    repo.write_yaml("clusters/prod/apps.yaml", nested("apps", "./apps/${CLUSTER}"))
+    repo.write_yaml("apps/prod/backdoor.yaml", BACKDOOR)
+
+    found = kustomizations(repo)
+
+    assert "apps" not in found
+    assert [m.resource for m in found["flux-system"].objects] == ["Kustomization/flux-system/apps"]
+    _, report = validate_json(repo.root, monkeypatch, capsys)
+    [note] = [n for n in report["notes"] if "spec.path" in n]
+    assert note.startswith("prod: Flux Kustomization apps: spec.path './apps/${CLUSTER}' is known only on the cluster")
+
+
 def test_target_namespace_moves_every_object_and_the_diff_shows_it(repo):
     set_spec(repo, "training", targetNamespace="ml")
     repo.commit("move")

@@ -208,7 +208,7 @@ def test_off_builds_every_time(repo_copy, monkeypatch):
     assert render_cache.shared() is None
     calls = []
     original = kustomize.build
-    monkeypatch.setattr(kustomize, "build", lambda path: calls.append(path) or original(path))
+    monkeypatch.setattr(kustomize, "build", lambda path, root=None: calls.append(path) or original(path, root))
     render.render_repository(repo_copy)
     render.render_repository(repo_copy)
     assert len(calls) == 2 * BUILDS

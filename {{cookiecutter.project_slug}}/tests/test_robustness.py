@@ -374,7 +374,9 @@ def kustomize_slow_in_tmpdir(folder: Path, tmpdir: Path) -> dict:
         'shift\nexec kubectl kustomize "$@"\n'
     )
     shim.chmod(0o755)
-    return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmpdir))
+    return environment(
+        PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmpdir), GITOPS_KUSTOMIZE_BATCH="off"
+    )
 
 
 @pytest.mark.parametrize(

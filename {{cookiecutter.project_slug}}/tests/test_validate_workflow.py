@@ -38,6 +38,13 @@ def test_a_change_that_touches_no_manifest_or_linted_file_skips_every_heavy_step
         assert steps[name]["if"] == "env.MANIFESTS == 'true' || env.LINTED == 'true'", name
     cache = steps["Cache the renders"]
     assert cache["with"]["path"] == "~/.cache/gitops-renders"
-    inputs = "${{ hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'platform.yaml') }}"
+    go = steps["actions/setup-go@v6"]  # for kustomize-batch, which make setup builds: only when something renders
+    assert go["if"] == "env.MANIFESTS == 'true'"
+    assert go["with"]["go-version-file"] == "scripts/kustomize-batch/go.mod"
+    assert (REPO / go["with"]["go-version-file"]).is_file() and (REPO / go["with"]["cache-dependency-path"]).is_file()
+    inputs = (
+        "${{ hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'scripts/kustomize-batch/**', "
+        "'platform.yaml') }}"
+    )
     assert cache["env"]["RENDER_INPUTS"] == inputs and cache["with"]["key"].endswith("-${{ env.RENDER_INPUTS }}")
     assert cache["with"]["restore-keys"].strip() in cache["with"]["key"]

@@ -123,17 +123,18 @@ def _text(doc: dict) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=float("inf"), allow_unicode=True)
 
 
-def substitute_environment(kustomizations: list[FluxKustomization]) -> None:
+def substitute_environment(kustomizations: list[FluxKustomization], done: set[int] | None = None) -> None:
     """Give every Flux Kustomization with spec.postBuild its objects as Flux substitutes them (new
     objects, in a new list) and its `substitution` record. A source another Kustomization applies is
-    read as that one substituted it (as the cluster holds it)."""
+    read as that one substituted it (as the cluster holds it). `done`: the ids of those substituted by an
+    earlier call (left alone: substituting twice would undo `$$`), to which this call adds its own."""
     owners: dict[tuple, tuple[int, FluxKustomization]] = {}  # where each ConfigMap and Secret is
     for kustomization in kustomizations:
         for index, manifest in enumerate(kustomization.objects):
             if manifest.kind in _SOURCE_KINDS and manifest.api_version == "v1":
                 key = (manifest.kind, manifest.namespace or "default", manifest.name)
                 owners.setdefault(key, (index, kustomization))
-    started: set[int] = set()
+    started: set[int] = done if done is not None else set()
 
     def run(kustomization: FluxKustomization) -> None:
         if id(kustomization) in started:

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import cli, flux_build, post_build, render_cache, yaml_limits
@@ -34,6 +35,8 @@ VERB = "render"
 RENDER_WORKERS = 2 * (os.cpu_count() or 1)
 # The Flux Kustomization `flux bootstrap` creates, and the GitRepository it reads: both flux-system.
 ROOT_NAME = "flux-system"
+# Where a child found after its parent's substitution sorts among the parent's children: after them.
+_AFTER_SUBSTITUTION = 10_000
 
 
 def environment_names(root: Path) -> list[str]:
@@ -79,10 +82,17 @@ def _entry(manifest: Manifest) -> FluxKustomization:
     )
 
 
-def _follow(environment: Environment, parent: FluxKustomization, seen: set) -> list[FluxKustomization]:
+def _follow(
+    environment: Environment, parent: FluxKustomization, walk: _Walk, wait: bool = True
+) -> list[FluxKustomization]:
     """Take the Flux Kustomizations `parent` applies that build from this repository out of its objects,
-    as entries of their own (each once: a cycle or a repeat stays an object); return the new entries."""
+    as entries of their own (each once: a cycle or a repeat stays an object); return the new entries.
+
+    One whose spec.path holds a `${VAR}` is built from the path `parent`'s post-build substitution gives
+    it, as Flux applies it: with `wait` it stays an object until `parent` is substituted (walk.waiting);
+    without, a path still unknown then (only the cluster has its variable) leaves it an object."""
     found, kept = [], []
+    seen = walk.seen[id(environment)]
     for manifest in parent.objects:
         if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest):
             kept.append(manifest)
@@ -91,7 +101,9 @@ def _follow(environment: Environment, parent: FluxKustomization, seen: set) -> l
         if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0]:
             parent.manifest = manifest  # the repository's own gotk-sync.yaml
             continue
-        if key in seen:
+        if key in seen or "${" in _spec_path(manifest):
+            if key not in seen and wait:
+                walk.waiting.append((environment, parent))
             kept.append(manifest)
             continue
         seen.add(key)
@@ -100,6 +112,37 @@ def _follow(environment: Environment, parent: FluxKustomization, seen: set) -> l
         found.append(entry)
     parent.objects = kept
     return found
+
+
+def unfollowed(environment: Environment) -> list[str]:
+    """Notes on the Flux Kustomizations of this repository a render could not follow: their spec.path holds
+    a variable only the cluster has a value for, so what they apply is not rendered."""
+    notes = []
+    for kustomization in environment.kustomizations:
+        for manifest in kustomization.objects:
+            path = _spec_path(manifest)
+            if manifest.group_kind == FLUX_KUSTOMIZATION and flux_build.follows(manifest) and "${" in path:
+                notes.append(
+                    f"{environment.name}: Flux Kustomization {manifest.name}: spec.path {path!r} is known only on "
+                    "the cluster (its variable has no value here), so what it applies is not rendered or checked"
+                )
+    return notes
+
+
+def _spec_path(manifest: Manifest) -> str:
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    return str(spec.get("path") or "")
+
+
+@dataclass
+class _Walk:
+    """How far a render has followed each environment: the Flux Kustomizations it has taken (by
+    environment), each entry's place in depth-first order, and the parents whose children wait for
+    the parent's substitution."""
+
+    seen: dict[int, set] = field(default_factory=dict)
+    order: dict[int, tuple] = field(default_factory=dict)
+    waiting: list[tuple[Environment, FluxKustomization]] = field(default_factory=list)
 
 
 def render_repository(
@@ -128,11 +171,24 @@ def render_repository(
             jobs.append((environment, entry, entry.path))
             if (root / "overlays" / environment.name / "eksctl").is_dir():
                 jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
-        _run_jobs(workspace, jobs, progress, skip_missing)
+        walk = _Walk()
+        _run_jobs(workspace, jobs, progress, skip_missing, walk)
+        # Post-build substitution, then the children whose path it gives, until no new one appears.
+        substituted: set[int] = set()
+        while True:
+            for environment in environments:
+                post_build.substitute_environment(environment.kustomizations, substituted)
+            waiting, walk.waiting = list({id(p): (e, p) for e, p in walk.waiting}.values()), []
+            jobs = []
+            for environment, parent in waiting:
+                for index, entry in enumerate(_follow(environment, parent, walk, wait=False)):
+                    walk.order[id(entry)] = (*walk.order[id(parent)], _AFTER_SUBSTITUTION + index)
+                    jobs.append((environment, entry, entry.path))
+            if not jobs:
+                break
+            _run_jobs(workspace, jobs, progress, skip_missing, walk)
     finally:
         workspace.close()
-    for environment in environments:
-        post_build.substitute_environment(environment.kustomizations)
     return environments
 
 
@@ -154,12 +210,14 @@ def has_kustomization(workspace, path: str) -> bool:
     return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
 
 
-def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
+def _run_jobs(workspace, jobs: list, progress, skip_missing: bool, walk: _Walk) -> None:
     """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
     found. Each environment's entries end in the order they were found (depth first)."""
     stopping = threading.Event()
-    seen = {id(environment): {(ROOT_NAME, ROOT_NAME)} for environment, _, _ in jobs}
-    order = {id(kustomization): (0,) for _, kustomization, _ in jobs}
+    for environment, kustomization, _ in jobs:
+        walk.seen.setdefault(id(environment), {(ROOT_NAME, ROOT_NAME)})
+        walk.order.setdefault(id(kustomization), (0,))
+    order = walk.order
 
     def run(job):
         environment, kustomization, path = job
@@ -197,7 +255,7 @@ def _run_jobs(workspace, jobs: list, progress, skip_missing: bool) -> None:
                     environment.cluster_config = configs[0] if configs else None
                     continue
                 kustomization.objects = objects
-                for index, entry in enumerate(_follow(environment, kustomization, seen[id(environment)])):
+                for index, entry in enumerate(_follow(environment, kustomization, walk)):
                     order[id(entry)] = (*order[id(kustomization)], index)
                     job = (environment, entry, entry.path)
                     pending[pool.submit(run, job)] = job

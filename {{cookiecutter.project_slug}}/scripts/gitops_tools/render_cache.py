@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import threading
 from concurrent.futures import Future
@@ -30,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from . import flux_build
-from .kustomize import FLAGS, KUSTOMIZATION_FILES, command
+from .kustomize import KUSTOMIZATION_FILES, builder
 
 CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
 # Values of GITOPS_RENDER_CACHE that turn caching off: every build runs kustomize, every diff renders all.
@@ -123,18 +122,6 @@ def inputs(folders: list[Path]) -> list[Path]:
     return sorted(found)
 
 
-def _tool() -> str:
-    """The kustomize that builds, with its flags: its path, size and modification time (a new version
-    changes them)."""
-    binary = shutil.which(command()[0]) or command()[0]
-    called = " ".join([*command(), *FLAGS])
-    try:
-        stat = os.stat(binary)
-        return f"{called} {binary} {stat.st_size} {stat.st_mtime_ns}"
-    except OSError:
-        return called
-
-
 def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
     """A hash of everything building `folders` reads, relative to `root`, with `extra` (the caller's own
     inputs, e.g. Flux's transforms); None when a build reads something that cannot be hashed offline."""
@@ -146,7 +133,7 @@ def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
 
 
 def _digest(root: Path, files: list[Path], extra: str) -> str:
-    digest = hashlib.sha256(f"{_FORMAT}\0{_tool()}\0{extra}\0".encode())
+    digest = hashlib.sha256(f"{_FORMAT}\0{builder()}\0{extra}\0".encode())
     for file in files:
         try:
             name = str(file.relative_to(root))
@@ -156,7 +143,8 @@ def _digest(root: Path, files: list[Path], extra: str) -> str:
         if file.is_symlink():  # a render keeps a link only when it stays inside the repository
             digest.update(b"link " + os.fsencode(os.readlink(file)) + b"\0")
         try:
-            digest.update(hashlib.sha256(file.read_bytes()).digest())
+            # A device or a pipe is never read (/dev/zero would not end): its absence as a file is the input.
+            digest.update(hashlib.sha256(file.read_bytes()).digest() if file.is_file() else b"not a file")
         except OSError:
             digest.update(b"missing")
     return digest.hexdigest()
@@ -197,6 +185,10 @@ def _kustomization_paths(doc, depth: int = 0) -> list[str] | None:
         if "$" in path:
             return None  # substituted at build time: only a render knows it
         paths.append(path)
+        # Flux appends spec.components to the kustomization at the path (flux_build.py); read from the path.
+        for component in spec.get("components") or []:
+            if isinstance(component, str):
+                paths += [os.path.join(path, component), component]
     for patch in _inline_patches(doc):
         try:
             patched = list(yaml.load_all(patch, Loader=_LOADER))
@@ -245,10 +237,13 @@ def environment_fingerprint(root: Path, entry: Path, extra_folders: list[Path] =
             if named is None:
                 return None
             more = [Path(os.path.normpath(root / p.removeprefix("./"))) for p in named if not p.startswith("/")]
+            more = [f for f in more if f.is_relative_to(root)]  # a path out of the repository fails the render
             pending = [f for f in dict.fromkeys(more) if f not in folders]
             folders += pending
     except Unfollowable:
         return None
+    if any(not f.is_relative_to(root) for f in found):
+        return None  # the render refuses it (flux_build.check_paths); nothing outside is read here either
     return _digest(root, sorted(found), "")
 
 
@@ -294,6 +289,14 @@ class BuildCache:
             raise
         future.set_result(text)
         return text
+
+    def read(self, key: str) -> str | None:
+        """The text kept under `key` on disk (a validate result, say), or None."""
+        return self._read(key)
+
+    def write(self, key: str, text: str) -> None:
+        """Keep `text` under `key` on disk (atomically; a cache that cannot be written only costs time)."""
+        self._write(key, text)
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.yaml"

@@ -23,7 +23,7 @@ from .. import cli
 from ..eks import version_key
 from ..errors import InputError
 from ..rules import docs
-from ..schemas import SCHEMA_DIR_VARIABLE
+from ..schema_store import SCHEMA_DIR_VARIABLE
 from . import report
 from .pipeline import Options, validate
 

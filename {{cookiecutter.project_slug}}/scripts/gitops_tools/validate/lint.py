@@ -4,12 +4,20 @@ lives in (found from the file's own location, never the current directory).
 A file outside any repository made by the template is not held to a repository's style: only what
 changes its meaning counts there (a syntax error, an input error; a duplicate key, whose later value
 silently wins).
+
+yamllint is pure Python: validate runs it in a forked copy of itself (`Background`), so that it does not
+hold the interpreter's lock while the load stage renders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import sys
+import threading
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +125,70 @@ def _problems(text: str, config, identity: str | None, name: str, keyed_name: st
         return [_Problem(*p) for p in json.loads(run())]
     key = hashlib.sha256(f"yamllint\0{identity}\0{keyed_name}\0{text}".encode()).hexdigest()
     return [_Problem(*p) for p in json.loads(cache.get_or_build(key, run))]
+
+
+class Background:
+    """lint() in a forked copy of this process, started at once (its modules are loaded already); `result`
+    waits for it. Where forking is not safe (another thread is running, or not Linux) or the copy fails,
+    lint runs here when the result is asked for, and reports what it finds the usual way."""
+
+    def __init__(self, files: list[Path], root: Path):
+        self.files, self.root = files, root
+        self.pid = None
+        if sys.platform != "linux" or threading.active_count() > 1:
+            return
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            _answer(write, files, root)  # never returns
+        os.close(write)
+        self.pid, self.pipe = pid, read
+
+    def result(self, progress) -> list[Finding]:
+        if self.pid is None:
+            return lint(self.files, self.root, progress)
+        with os.fdopen(self.pipe, "rb") as pipe:
+            data = pipe.read()
+        os.waitpid(self.pid, 0)
+        self.pid = None
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            return lint(self.files, self.root, progress)  # the copy failed: here again, to report why
+        if "error" in reply:
+            raise InputError(reply["error"])
+        for line in reply["progress"]:
+            progress(line)
+        return [
+            YAML_LINT.finding(None, f["message"], severity=f["severity"], file=f["file"], line=f["line"])
+            for f in reply["findings"]
+        ]
+
+    def stop(self) -> None:
+        if self.pid is not None:
+            with suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            with suppress(OSError):
+                os.close(self.pipe)
+            self.pid = None
+
+
+def _answer(pipe: int, files: list[Path], root: Path) -> None:
+    """The forked copy's work: lint, its findings (or its one-line error) as JSON into `pipe`, then exit
+    without running anything the parent registered to run at exit."""
+    code = 1
+    try:
+        lines: list[str] = []
+        try:
+            findings = lint(files, root, lines.append)
+            found = [{"message": f.message, "severity": f.severity, "file": f.file, "line": f.line} for f in findings]
+            reply = {"findings": found, "progress": lines}
+        except InputError as error:
+            reply = {"error": str(error)}
+        with os.fdopen(pipe, "wb") as out:
+            out.write(json.dumps(reply).encode())
+        code = 0
+    finally:
+        os._exit(code)

@@ -71,24 +71,24 @@ def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress
 
 def load(
     plan: Plan, cluster_config_path: Path | None, kubernetes_version: str | None, progress
-) -> tuple[list[Scope], list[str]]:
-    """(one scope per environment, notes on where each Kubernetes version came from)."""
+) -> tuple[list[Scope], list[list[str]]]:
+    """(one scope per environment, each one's notes: variables only the cluster fills in, where its
+    Kubernetes version came from)."""
     settings = _platform(plan.root)
     override = _cluster_config_from(cluster_config_path, plan.root) if cluster_config_path else None
+    notes: list[list[str]] = []
     if plan.repository:
         environments = render.render_repository(plan.root, plan.envs, progress=progress, skip_missing=True)
         scopes = [
             Scope(e.name, e.objects, override or e.cluster_config, e.kustomizations, complete=True, platform=settings)
             for e in environments
         ]
+        notes = [[*post_build.notes(e.name, e.kustomizations), *render.unfollowed(e)] for e in environments]
     else:
         scopes = [_read_inputs(plan, override, settings, progress)]
-    notes = []
-    if plan.repository:
-        for environment in environments:
-            notes.extend(post_build.notes(environment.name, environment.kustomizations))
-    for scope in scopes:
+        notes = [[]]
+    for scope, scope_notes in zip(scopes, notes, strict=True):
         scope.kubernetes_version, origin = kubernetes_version_of(scope.cluster_config, kubernetes_version)
         if origin != "the ClusterConfig":
-            notes.append(f"{scope.env or 'inputs'}: Kubernetes {scope.kubernetes_version} ({origin})")
+            scope_notes.append(f"{scope.env or 'inputs'}: Kubernetes {scope.kubernetes_version} ({origin})")
     return scopes, notes

@@ -3,21 +3,24 @@ settled into one result."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import platform, rules  # noqa: F401  (importing rules registers the catalogue)
+from .. import platform, render, rules  # noqa: F401  (importing rules registers the catalogue)
 from ..errors import InputError
 from ..locate import Locator
 from ..model import Scope
 from ..rules.registry import Finding
-from ..schemas import SchemaChecker, SchemaStore
+from ..schema_store import SchemaStore
 from . import runner
-from .lint import lint
+from .lint import Background
 from .load import load
 from .plan import plan
-from .schemas import check_schemas
+from .results_cache import Part, ResultsCache, merge
+
+if TYPE_CHECKING:
+    from ..schemas import SchemaChecker
 
 # The repository this copy of the tools belongs to: its platform.yaml pins the schemas when
 # validate runs on files outside any repository.
@@ -44,25 +47,45 @@ def evaluate(
     scopes: list[Scope],
     checker: SchemaChecker,
     locator: Locator,
-    notes: list[str] = (),
+    notes: list[list[str]] | None = None,
     lint_findings: list[Finding] = (),
     progress=lambda line: None,
 ) -> runner.Result:
-    """Schemas and rules over loaded scopes, settled into a result."""
-    schema_findings, schema_notes = check_schemas(scopes, checker, progress)
-    result = runner.Result(
-        notes=[*notes, *schema_notes],
-        environments=[s.env or "inputs" for s in scopes],
-        objects=sum(len(s.objects) + (1 if s.cluster_config else 0) for s in scopes),
-    )
-    runner.settle(Scope("", []), list(lint_findings), locator, result)
-    for index, scope in enumerate(scopes):
-        findings, rule_notes = runner.check_scope(scope)
-        result.notes.extend(rule_notes)
-        runner.settle(scope, schema_findings.get(index, []) + findings, locator, result)
-    progress(f"rules: {len(scopes)} environment{'s' if len(scopes) != 1 else ''} checked")
+    """Schemas and rules over loaded scopes, with the lint findings, settled into one result."""
+    result = merge(check_parts(scopes, checker, locator, notes, progress), _settled_lint(lint_findings, locator))
     runner.sort(result)
     return result
+
+
+def _settled_lint(lint_findings: list[Finding], locator: Locator) -> runner.Result:
+    settled = runner.Result()
+    runner.settle(Scope("", []), list(lint_findings), locator, settled)
+    return settled
+
+
+def check_parts(
+    scopes: list[Scope],
+    checker: SchemaChecker,
+    locator: Locator,
+    notes: list[list[str]] | None = None,
+    progress=lambda line: None,
+) -> list[Part]:
+    """Schemas and rules over loaded scopes: what each environment adds to the result (`notes`: each
+    scope's notes from the load stage)."""
+    from .schemas import check_schemas  # jsonschema and kubernetes-validate: only when something is checked
+
+    notes = notes or [[] for _ in scopes]
+    schema_findings, schema_notes = check_schemas(scopes, checker, progress)
+    parts = []
+    for index, scope in enumerate(scopes):
+        findings, rule_notes = runner.check_scope(scope)
+        settled = runner.Result()
+        runner.settle(scope, schema_findings.get(index, []) + findings, locator, settled)
+        stage_notes = {"load": notes[index], "schemas": schema_notes.get(index, []), "rules": rule_notes}
+        objects = len(scope.objects) + (1 if scope.cluster_config else 0)
+        parts.append(Part(scope.env, settled.findings, settled.skipped, stage_notes, objects))
+    progress(f"rules: {len(scopes)} environment{'s' if len(scopes) != 1 else ''} checked")
+    return parts
 
 
 def validate(options: Options, progress=lambda line: None) -> runner.Result:
@@ -70,14 +93,44 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
     sources = list(chosen.sources)
     if options.cluster_config is not None and options.cluster_config.is_file():
         sources.append(options.cluster_config)
-    with ThreadPoolExecutor(max_workers=1) as background:
-        # kustomize runs in subprocesses while this thread lints: both cores stay busy.
-        loading = background.submit(load, chosen, options.cluster_config, options.kubernetes_version, progress)
+    store = SchemaStore(_schema_sources(chosen.root), schema_dir=options.schema_dir)
+    # In a repository, an environment whose inputs did not change since a run kept its results is not
+    # rendered or checked again.
+    names, keys, kept, results = [], {}, {}, None
+    todo = chosen
+    if chosen.repository and options.cluster_config is None:
+        results = ResultsCache(chosen.root, store, options.kubernetes_version)
+        names = chosen.envs or render.environment_names(chosen.root)
+        keys = {env: results.key(env) for env in names}
+        kept = {env: part for env in names if (part := results.get(keys[env])) is not None}
+        todo = replace(chosen, envs=[env for env in names if env not in kept])
+        if kept:
+            progress(f"results of {len(kept)} unchanged environment{'s' if len(kept) != 1 else ''} from the cache")
+    linting = Background(sources, chosen.root)  # yamllint in its own interpreter while this one renders
+    try:
         try:
-            lint_findings = lint(sources, chosen.root, progress)
-        except BaseException:
-            loading.cancel()
+            loaded = ([], [])
+            if not chosen.repository or todo.envs:
+                loaded = load(todo, options.cluster_config, options.kubernetes_version, progress)
+        except InputError:
+            linting.result(lambda line: None)  # a file that is not YAML at all: yamllint's line says it best
             raise
-        scopes, notes = loading.result()
-    checker = SchemaChecker(SchemaStore(_schema_sources(chosen.root), schema_dir=options.schema_dir))
-    return evaluate(scopes, checker, Locator(chosen.root), notes, lint_findings, progress)
+        lint_findings = linting.result(progress)
+    finally:
+        linting.stop()
+    scopes, notes = loaded
+    locator = Locator(chosen.root)
+    parts = []
+    if scopes:
+        # The schema libraries load only when there is something to check (not when every result is kept).
+        from ..schemas import SchemaChecker
+
+        parts = check_parts(scopes, SchemaChecker(store), locator, notes, progress)
+    if results is not None:
+        for part in parts:
+            results.put(keys.get(part.env), part)
+        fresh = {part.env: part for part in parts}
+        parts = [kept.get(env) or fresh[env] for env in names]
+    result = merge(parts, _settled_lint(lint_findings, locator))
+    runner.sort(result)
+    return result

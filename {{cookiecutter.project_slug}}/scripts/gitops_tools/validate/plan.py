@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..model import relative
 
 YAML_SUFFIXES = (".yaml", ".yml")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it
 _SKIPPED_FOLDERS = (".git", ".venv", "node_modules", "__pycache__")
 
 
@@ -60,7 +61,7 @@ def source_folders(root: Path) -> list[str]:
     folders = {"clusters"} | ({"overlays"} if (root / "overlays").is_dir() else set())
     for file in yaml_files(root / "clusters"):
         try:
-            docs = list(yaml.safe_load_all(file.read_text()))
+            docs = list(yaml.load_all(file.read_text(), Loader=_LOADER))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue  # yamllint reports it
         for doc in docs:

@@ -8,16 +8,18 @@ from ..rules.stages import SCHEMA_INVALID, SCHEMA_MISSING
 from ..schemas import SchemaChecker, schema_version
 
 
-def check_schemas(scopes: list[Scope], checker: SchemaChecker, progress) -> tuple[dict[int, list[Finding]], list[str]]:
-    """(findings by scope index, notes on the schema versions used)."""
+def check_schemas(
+    scopes: list[Scope], checker: SchemaChecker, progress
+) -> tuple[dict[int, list[Finding]], dict[int, list[str]]]:
+    """(findings by scope index, notes on the schema versions used by scope index)."""
     found: dict[int, list[Finding]] = {}
-    notes = []
+    notes: dict[int, list[str]] = {}
     checked = 0
     for index, scope in enumerate(scopes):
         scope_checker = checker.with_crds(scope.objects)
         version = schema_version(scope.kubernetes_version)
         if version != scope.kubernetes_version:
-            notes.append(
+            notes.setdefault(index, []).append(
                 f"{scope.env or 'inputs'}: built-in kinds checked with the schemas of Kubernetes {version}, "
                 f"the nearest kubernetes-validate has to {scope.kubernetes_version}"
             )
