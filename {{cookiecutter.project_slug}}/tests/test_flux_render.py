@@ -208,6 +208,15 @@ def test_flux_patches_scale_the_workers(repo):
 
     assert job.doc["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == before + 2
     assert (repo.root / "overlays/prod/training/kustomization.yaml").read_text().count("patches") == 0
+    # The diff counts the GPUs the patched job asks for, and says when the GPU group cannot hold them.
+    worker = job.doc["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    per_worker = int(worker["resources"]["limits"]["nvidia.com/gpu"])
+    result = repo.diff("--base", "main", "--format", "json")
+    prod = environments(result)["prod"]
+    gpus = prod["mpijob_gpus"]
+    assert (gpus["before"], gpus["after"]) == (before * per_worker, (before + 2) * per_worker)
+    assert (before + 2) * per_worker > prod["gpu_capacity"]["after"]  # as generated: 2 workers fill the group
+    assert "not enough GPUs" in {n["title"] for n in prod["notices"] if n["resource"] == "GPU capacity"}
 
 
 def launcher_image(job) -> str:

@@ -362,3 +362,22 @@ def test_schema_dir_option_replaces_the_variable(tmp_path, capsys, in_repo, monk
     if known:  # the same folder through the option instead of the variable
         code, out, _ = main("--env", ENVIRONMENTS[0], "--schema-dir", known, "--quiet", capsys=capsys)
         assert code == 0, out
+
+
+TOOL_CONFIG = "printWidth: 120\nrepos:\n  - repo: local\n"  # a tool's settings: YAML, no Kubernetes object
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  a: b\n"
+
+
+@pytest.mark.parametrize("name, read", [(".prettierrc.yaml", False), (".tools/lint.yaml", False), ("tools.yaml", True)])
+def test_a_folder_of_manifests_leaves_its_dotfiles_alone(tmp_path, capsys, monkeypatch, name, read):
+    folder = tmp_path / "manifests"
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(TOOL_CONFIG)
+    (folder / "cm.yaml").write_text(CONFIG_MAP)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = main("manifests", "--format", "json", "--quiet", capsys=capsys)
+    report = json.loads(out)
+    assert report["summary"]["objects"] == (2 if read else 1)
+    invalid = [(f["file"], f["message"]) for f in report["findings"] if f["rule"] == "schema-invalid"]
+    assert invalid == ([(f"manifests/{name}", "object has no apiVersion or kind")] if read else [])
+    assert code == (1 if read else 0)

@@ -137,10 +137,11 @@ class _Batch:
             reply = json.loads(line) if line else None
         except (OSError, ValueError):
             reply = None
+        except BaseException:  # interrupted between a request and its answer: the process is out of step
+            self._drop(process)
+            raise
         if not isinstance(reply, dict):
-            process.kill()
-            with self.lock:
-                self.started.remove(process)
+            self._drop(process)
             raise InputError(
                 f"{path}: {self.binary.name} stopped answering (exit status {process.poll()}); "
                 f"set {BATCH_VARIABLE}=off to build with one kustomize process per folder"
@@ -148,13 +149,26 @@ class _Batch:
         self.idle.put(process)
         return (None, str(reply["error"])) if "error" in reply else (str(reply.get("yaml", "")), "")
 
-    def _take(self) -> subprocess.Popen:
+    def _drop(self, process: subprocess.Popen) -> None:
+        process.kill()
+        process.wait()
         with self.lock:
+            self.started.remove(process)
+
+    def _take(self) -> subprocess.Popen:
+        """An idle process, a new one while fewer than one per core run, else the next one freed (a process
+        dropped meanwhile makes room for a new one)."""
+        while True:
+            with self.lock:
+                try:
+                    return self.idle.get_nowait()
+                except queue.Empty:
+                    if len(self.started) < self.limit:
+                        return self._start()
             try:
-                return self.idle.get_nowait()
+                return self.idle.get(timeout=0.05)
             except queue.Empty:
-                process = None if len(self.started) >= self.limit else self._start()
-        return process or self.idle.get()
+                continue
 
     def _start(self) -> subprocess.Popen:
         try:
