@@ -23,7 +23,7 @@ import os
 import tempfile
 import threading
 from concurrent.futures import Future
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import yaml
@@ -53,12 +53,39 @@ def default_cache_dir() -> Path:
     return Path(base) / "gitops-tools" / "renders"
 
 
+# Files read while the tree is known not to change (`reading_once`): each is read once, whichever of an
+# environment's fingerprint and its neighbours' asks (every environment reads the same bases).
+_READS: dict[Path, bytes] | None = None
+
+
+@contextmanager
+def reading_once():
+    """A block in which no input file changes: fingerprints read each file once."""
+    global _READS
+    outer = _READS
+    _READS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _READS = outer
+
+
+def _read(file: Path) -> bytes:
+    reads = _READS
+    if reads is None:
+        return file.read_bytes()
+    data = reads.get(file)
+    if data is None:
+        data = reads[file] = file.read_bytes()  # an OSError is not kept: it is raised again each time
+    return data
+
+
 def _config(folder: Path) -> dict | None:
     for name in KUSTOMIZATION_FILES:
         file = folder / name
         if file.is_file():
             try:
-                return _parsed(file.read_bytes())
+                return _parsed(_read(file))
             except OSError:
                 return {}  # kustomize fails on it; the folder's files are still the inputs
     return None
@@ -144,7 +171,7 @@ def _digest(root: Path, files: list[Path], extra: str) -> str:
             digest.update(b"link " + os.fsencode(os.readlink(file)) + b"\0")
         try:
             # A device or a pipe is never read (/dev/zero would not end): its absence as a file is the input.
-            digest.update(hashlib.sha256(file.read_bytes()).digest() if file.is_file() else b"not a file")
+            digest.update(hashlib.sha256(_read(file)).digest() if file.is_file() else b"not a file")
         except OSError:
             digest.update(b"missing")
     return digest.hexdigest()
@@ -158,7 +185,7 @@ def _flux_paths(files: list[Path]) -> list[str] | None:
         if file.suffix not in (".yaml", ".yml") and file.name != "Kustomization":
             continue
         try:
-            text = file.read_text()
+            text = _read(file).decode()
             if "kustomize.toolkit.fluxcd.io" not in text and "/spec/path" not in text:
                 continue
             if "/spec/path" in text:

@@ -124,7 +124,7 @@ def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
     """The environments whose every input is the same on both sides (never one that cannot be told)."""
     if not render_cache.enabled():
         return []
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with render_cache.reading_once(), ThreadPoolExecutor(max_workers=2) as pool:
         base, head = pool.map(lambda tree: [_fingerprint(tree, n) for n in names], (base_tree, head_tree))
     return [n for n, b, h in zip(names, base, head, strict=True) if b is not None and b == h]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import platform, render, rules  # noqa: F401  (importing rules registers the catalogue)
+from .. import platform, render, render_cache, rules  # noqa: F401  (importing rules registers the catalogue)
 from ..errors import InputError
 from ..locate import Locator
 from ..model import Scope
@@ -101,7 +101,8 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
     if chosen.repository and options.cluster_config is None:
         results = ResultsCache(chosen.root, store, options.kubernetes_version)
         names = chosen.envs or render.environment_names(chosen.root)
-        keys = {env: results.key(env) for env in names}
+        with render_cache.reading_once():
+            keys = {env: results.key(env) for env in names}
         kept = {env: part for env in names if (part := results.get(keys[env])) is not None}
         todo = replace(chosen, envs=[env for env in names if env not in kept])
         if kept:
