@@ -154,6 +154,9 @@ def main() -> int:
         parser.error("--environments must be at least 20")
     from bench import fleet  # here, not at the top: bench.py imports bake() from this file
 
+    # Both sides rendered in full, as the floor is: no render cache (tools/bench_cache.py measures it).
+    os.environ["GITOPS_RENDER_CACHE"] = "off"
+
     with fleet(args.environments, args.keep) as project:
         commit_fleet(project)
         change(project)
