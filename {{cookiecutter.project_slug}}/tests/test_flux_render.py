@@ -295,14 +295,73 @@ def test_a_symlink_leading_outside_is_not_read(repo, tmp_path):
     assert "secret.txt" in str(error.value) and "s3cr3t" not in str(error.value)
 
 
-def test_a_symlink_inside_the_repository_and_a_relative_file_are_read(repo):
+def test_a_relative_file_is_read(repo):
+    (repo.root / "overlays/prod/training/settings.txt").write_text("inside\n")
+    add_generator(repo, ["settings.txt"])
+
+    config = [m for m in environment(repo).objects if m.kind == "ConfigMap" and m.name.startswith("leak-")]
+
+    assert [c.doc["data"] for c in config] == [{"settings.txt": "inside\n"}]
+
+
+# --- what source-controller leaves out of the artifact Flux builds from (flux_source.py) ------------------
+
+
+def test_a_symlink_inside_the_repository_is_not_in_the_artifact_so_the_build_fails_in_one_line(repo):
     (repo.root / "overlays/prod/training/settings.txt").write_text("inside\n")
     os.symlink("settings.txt", repo.root / "overlays/prod/training/link.txt")
     add_generator(repo, ["settings.txt", "link.txt"])
 
-    config = [m for m in environment(repo).objects if m.kind == "ConfigMap" and m.name.startswith("leak-")]
+    with pytest.raises(InputError) as error:
+        environment(repo)
 
-    assert [c.doc["data"] for c in config] == [{"settings.txt": "inside\n", "link.txt": "inside\n"}]
+    assert str(error.value) == (
+        "overlays/prod/training/kustomization.yaml: configMapGenerator.files 'link.txt' is not in the artifact "
+        "Flux builds from (overlays/prod/training/link.txt is a symbolic link, and source-controller leaves links "
+        "out); the Kustomization fails on the cluster"
+    )
+
+
+def test_a_file_sourceignore_excludes_is_not_applied_and_one_a_build_names_fails_in_one_line(repo):
+    repo.write_yaml("clusters/prod/draft.yaml", BACKDOOR)
+    (repo.root / "overlays/prod/training/notes.txt").write_text("draft\n")
+    assert find(repo, "ClusterRoleBinding", "backdoor").file == "clusters/prod/draft.yaml"  # without the rule
+    (repo.root / ".sourceignore").write_text("# drafts stay out of the cluster\n/clusters/prod/draft.yaml\n")
+    assert [m for m in environment(repo).objects if m.kind == "ClusterRoleBinding"] == []
+    (repo.root / "overlays/prod/training/.sourceignore").write_text("*.txt\n")  # a folder's own, scoped to it
+    add_generator(repo, ["notes.txt"])
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert "'notes.txt' is not in the artifact Flux builds from (overlays/prod/training/.sourceignore excludes it " in (
+        str(error.value)
+    )
+
+
+def test_without_sourceignore_source_controller_leaves_out_its_defaults(repo):
+    (repo.root / "overlays/prod/training/logo.png").write_bytes(b"\x89PNG")
+    add_generator(repo, ["logo.png"])
+
+    with pytest.raises(InputError, match=r"source-controller leaves out \*\.png\); the Kustomization fails"):
+        environment(repo)
+    (repo.root / ".sourceignore").write_text("/overlays/prod/eksctl/\n")  # a rule of its own: no defaults then
+    config = [m for m in environment(repo).objects if m.kind == "ConfigMap" and m.name.startswith("leak-")]
+    assert list(config[0].doc["binaryData"]) == ["logo.png"]
+
+
+def test_a_flux_path_the_artifact_leaves_out_says_so(repo):
+    (repo.root / ".sourceignore").write_text("/overlays/*/eksctl/\n")
+    set_spec(repo, "training", path="./overlays/prod/eksctl")
+
+    with pytest.raises(InputError) as error:
+        environment(repo)
+
+    assert str(error.value).endswith(
+        "points at 'overlays/prod/eksctl', which is not in the artifact Flux builds from "
+        "(.sourceignore excludes it (/overlays/*/eksctl/))"
+    )
+    assert environment(repo, "dev").cluster_config is not None  # eksctl reads the checkout: still rendered
 
 
 @pytest.mark.parametrize("path", ["/etc", "../../outside", "./overlays/../../x"])

@@ -36,6 +36,7 @@ import yaml
 
 from . import kustomize, render_cache
 from .errors import InputError
+from .flux_source import ArtifactFilter
 from .model import Manifest
 from .model.manifest import from_documents, load_documents
 
@@ -65,16 +66,20 @@ _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bit
 class Workspace:
     """A copy of the repository with only what resolves inside it: regular files, folders, and symlinks
     whose target is inside the repository (rewritten as relative links inside the copy). In a git work
-    tree only what git tracks or would track is copied (Flux's source is a commit: no ignored .venv)."""
+    tree only what git tracks or would track is copied (Flux's source is a commit: no ignored .venv).
 
-    def __init__(self, root: Path, source: Path | None = None):
+    With `artifact` (flux_source.ArtifactFilter) it is what Flux builds from: no symbolic link at all and
+    nothing the artifact's rules leave out; without, it is the checkout eksctl reads."""
+
+    def __init__(self, root: Path, source: Path | None = None, artifact: ArtifactFilter | None = None):
         self.root = root.resolve()
+        self.artifact = artifact
         places = list(dict.fromkeys([_memory_folder(), None]))
         for place in places:
             self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-", dir=place))
             try:
                 if source is None:
-                    _copy_confined(self.root, self.path)
+                    _copy_confined(self.root, self.path, artifact)
                 else:
                     shutil.copytree(source, self.path, symlinks=True, dirs_exist_ok=True)
                 return
@@ -88,7 +93,18 @@ class Workspace:
 
     def fork(self) -> Workspace:
         """A private copy of this workspace, for a build that rewrites a kustomization file."""
-        return Workspace(self.root, source=self.path)
+        return Workspace(self.root, source=self.path, artifact=self.artifact)
+
+    def left_out(self, relative: str) -> str:
+        """Why a path of the repository is not in this workspace though it exists there ("" when it is in,
+        or does not exist): a symbolic link, or a rule of the artifact."""
+        if self.artifact is None or not os.path.lexists(self.root / relative):
+            return ""
+        parts = Path(relative).parts
+        for index in range(1, len(parts) + 1):
+            if (self.root.joinpath(*parts[:index])).is_symlink():
+                return f"{'/'.join(parts[:index])} is a symbolic link, and source-controller leaves links out"
+        return self.artifact.why(Path(relative).as_posix(), folder=(self.root / relative).is_dir())
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -104,15 +120,16 @@ def _memory_folder() -> str | None:
     return "/dev/shm"
 
 
-def _copy_confined(root: Path, dest: Path) -> None:
+def _copy_confined(root: Path, dest: Path, artifact: ArtifactFilter | None) -> None:
     listed = _git_files(root)
     if listed is None:
-        _copy_walk(root, dest)
-        return
+        listed = _walked_files(root)
     for relative in listed:
         source, copy = root / relative, dest / relative
         if any(part in _SKIPPED for part in Path(relative).parts) or not os.path.lexists(source):
             continue
+        if artifact is not None and (source.is_symlink() or artifact.why(Path(relative).as_posix())):
+            continue  # not in Flux's artifact
         copy.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
             _link_inside(root, source, copy)
@@ -136,26 +153,15 @@ def _git_files(root: Path) -> list[str] | None:
     return sorted({os.fsdecode(name) for name in result.stdout.split(b"\0") if name})
 
 
-def _copy_walk(root: Path, dest: Path) -> None:
+def _walked_files(root: Path) -> list[str]:
+    """Every file below `root` outside a git work tree, a symlinked folder as one entry (not followed)."""
+    found = []
     for current, folders, files in os.walk(root):
         here = Path(current)
-        target_dir = dest / here.relative_to(root)
-        kept = []
-        for name in sorted(folders):
-            if name in _SKIPPED:
-                continue
-            if (here / name).is_symlink():
-                _link_inside(root, here / name, target_dir / name)
-            else:
-                (target_dir / name).mkdir()
-                kept.append(name)
-        folders[:] = kept
-        for name in files:
-            source = here / name
-            if source.is_symlink():
-                _link_inside(root, source, target_dir / name)
-            elif source.is_file():
-                shutil.copyfile(source, target_dir / name)
+        links = [name for name in folders if (here / name).is_symlink()]
+        folders[:] = sorted(name for name in folders if name not in _SKIPPED and name not in links)
+        found += [str((here / name).relative_to(root)) for name in sorted([*files, *links])]
+    return found
 
 
 def _link_inside(root: Path, link: Path, copy: Path) -> None:
@@ -177,9 +183,10 @@ def repository_path(value: str, where: str) -> str:
     return "" if normal == "." else normal
 
 
-def check_paths(workspace: Path) -> None:
-    """Refuse (one line) any kustomization file in the workspace that names a path outside it or a remote base."""
-    for current, folders, files in os.walk(workspace):
+def check_paths(workspace: Workspace) -> None:
+    """Refuse (one line) any kustomization file in the workspace that names a path outside it, a remote base,
+    or a file of the repository that Flux's artifact leaves out (the build fails on the cluster)."""
+    for current, folders, files in os.walk(workspace.path):
         folders[:] = sorted(folders)
         for name in files:
             if name in kustomize.KUSTOMIZATION_FILES:
@@ -214,8 +221,8 @@ def named_paths(doc: dict):
         yield "helmGlobals.chartHome", helm["chartHome"]
 
 
-def _check_file(workspace: Path, file: Path) -> None:
-    where = file.relative_to(workspace)
+def _check_file(workspace: Workspace, file: Path) -> None:
+    where = file.relative_to(workspace.path)
     try:
         doc = yaml.load(file.read_text(), Loader=_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -226,9 +233,15 @@ def _check_file(workspace: Path, file: Path) -> None:
         if _REMOTE.match(value):
             raise InputError(f"{where}: {field} {value!r} is a remote base; builds here are offline, vendor it")
         resolved = os.path.normpath(os.path.join(file.parent, value))
-        if os.path.isabs(value) or not Path(resolved).is_relative_to(workspace):
+        if os.path.isabs(value) or not Path(resolved).is_relative_to(workspace.path):
             raise InputError(
                 f"{where}: {field} {value!r} is outside the repository; Flux builds only inside its source"
+            )
+        reason = "" if os.path.lexists(resolved) else workspace.left_out(os.path.relpath(resolved, workspace.path))
+        if reason:
+            raise InputError(
+                f"{where}: {field} {value!r} is not in the artifact Flux builds from ({reason}); "
+                "the Kustomization fails on the cluster"
             )
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cli, flux_build, post_build, render_cache, yaml_limits
+from . import cli, flux_build, flux_source, post_build, render_cache, yaml_limits
 from .errors import InputError
 from .kustomize import KUSTOMIZATION_FILES
 from .model import (
@@ -161,9 +161,10 @@ def render_repository(
     if unknown:
         raise InputError(f"unknown environment {unknown[0]!r}; known: {', '.join(environment_names(root))}")
     environments = [Environment(name) for name in names]
-    workspace = flux_build.Workspace(root)
+    # What Flux builds from (source-controller's artifact), and the checkout eksctl reads the overlays from.
+    workspaces = _Workspaces(flux_build.Workspace(root, artifact=flux_source.ArtifactFilter(root)))
     try:
-        flux_build.check_paths(workspace.path)
+        flux_build.check_paths(workspaces.flux)
         jobs = []  # (environment, kustomization or None for eksctl, path)
         for environment in environments:
             entry = root_kustomization(environment.name)
@@ -171,8 +172,11 @@ def render_repository(
             jobs.append((environment, entry, entry.path))
             if (root / "overlays" / environment.name / "eksctl").is_dir():
                 jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+        if any(kustomization is None for _, kustomization, _ in jobs):
+            workspaces.checkout = flux_build.Workspace(root)
+            flux_build.check_paths(workspaces.checkout)
         walk = _Walk()
-        _run_jobs(workspace, jobs, progress, skip_missing, walk)
+        _run_jobs(workspaces, jobs, progress, skip_missing, walk)
         # Post-build substitution, then the children whose path it gives, until no new one appears.
         substituted: set[int] = set()
         while True:
@@ -186,10 +190,21 @@ def render_repository(
                     jobs.append((environment, entry, entry.path))
             if not jobs:
                 break
-            _run_jobs(workspace, jobs, progress, skip_missing, walk)
+            _run_jobs(workspaces, jobs, progress, skip_missing, walk)
     finally:
-        workspace.close()
+        workspaces.close()
     return environments
+
+
+@dataclass
+class _Workspaces:
+    flux: flux_build.Workspace
+    checkout: flux_build.Workspace | None = None
+
+    def close(self) -> None:
+        for workspace in (self.flux, self.checkout):
+            if workspace is not None:
+                workspace.close()
 
 
 def check_aliases(workspace, path: str) -> None:
@@ -210,7 +225,7 @@ def has_kustomization(workspace, path: str) -> bool:
     return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
 
 
-def _run_jobs(workspace, jobs: list, progress, skip_missing: bool, walk: _Walk) -> None:
+def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool, walk: _Walk) -> None:
     """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
     found. Each environment's entries end in the order they were found (depth first)."""
     stopping = threading.Event()
@@ -223,14 +238,15 @@ def _run_jobs(workspace, jobs: list, progress, skip_missing: bool, walk: _Walk) 
         environment, kustomization, path = job
         if stopping.is_set():
             return []
+        workspace = workspaces.flux if kustomization is not None else workspaces.checkout
         if kustomization is not None and not (workspace.path / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
                 return []
-            raise InputError(
-                f"{kustomization.manifest.file}: Kustomization {kustomization.name!r} "
-                f"points at {path!r}, which does not exist"
-            )
+            left_out = workspace.left_out(path)
+            why = f"which is not in the artifact Flux builds from ({left_out})" if left_out else "which does not exist"
+            where = f"{kustomization.manifest.file}: Kustomization {kustomization.name!r}"
+            raise InputError(f"{where} points at {path!r}, {why}")
         check_aliases(workspace, path)
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None

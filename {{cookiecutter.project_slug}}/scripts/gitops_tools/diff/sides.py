@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import render_cache
 from ..errors import InputError
+from ..flux_source import ArtifactFilter
 from ..model import Environment
 from ..render import environment_names, render_repository
 from . import gitrefs
@@ -124,6 +125,8 @@ def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
     """The environments whose every input is the same on both sides (never one that cannot be told)."""
     if not render_cache.enabled():
         return []
+    if ArtifactFilter(base_tree).identity() != ArtifactFilter(head_tree).identity():
+        return []  # what Flux's artifact leaves out changed: every environment may build differently
     with render_cache.reading_once(), ThreadPoolExecutor(max_workers=2) as pool:
         base, head = pool.map(lambda tree: [_fingerprint(tree, n) for n in names], (base_tree, head_tree))
     return [n for n, b, h in zip(names, base, head, strict=True) if b is not None and b == h]

@@ -3,10 +3,10 @@ neither renders nor checks an environment that did not change.
 
 The key of an environment: render_cache.environment_fingerprint (every file its render reads: clusters/<env>,
 each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: this copy
-of the tools (every file of gitops_tools), platform.yaml, the files that decide what the render copies
-(.gitignore, .sourceignore), the kustomize that builds, the schema files and the versions of the schema
-libraries, and the --kubernetes-version option. An environment whose render cannot be told offline
-(a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
+of the tools (every file of gitops_tools), platform.yaml, what decides what the render copies (.gitignore,
+the rules of Flux's artifact: every .sourceignore), the kustomize that builds, the schema files and the
+versions of the schema libraries, and the --kubernetes-version option. An environment whose render cannot be
+told offline (a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
 
 Entries live in the render cache's folder (GITOPS_RENDER_CACHE; `off` turns this off too). What is kept is
 what the report would print: messages and notes are masked when kept, while the secrets this run read are
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .. import kustomize, platform, render_cache
 from ..credentials import mask_text
+from ..flux_source import ArtifactFilter
 from ..schema_store import SchemaStore
 from .runner import Reported, Result
 
@@ -146,8 +147,9 @@ class ResultsCache:
             *(_file_identity(file) for file in schema_files(schemas)),
         ):
             digest.update(part.encode() + b"\0")
-        for name in (platform.FILE, ".gitignore", ".sourceignore"):
+        for name in (platform.FILE, ".gitignore"):
             digest.update(name.encode() + b"\0" + _read(root / name) + b"\0")
+        digest.update(ArtifactFilter(root).identity().encode())  # what Flux's artifact leaves out
         self.identity = digest.hexdigest()
 
     def key(self, env: str) -> str | None:
