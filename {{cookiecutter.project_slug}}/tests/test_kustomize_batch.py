@@ -80,26 +80,9 @@ def test_nothing_outside_the_root_is_read(tmp_path, batch):
     assert "kind: ConfigMap" in kustomize.build(folder, tmp_path)  # inside the root it builds
 
 
-THING = """apiVersion: example.io/v1
-kind: Thing
-metadata:
-  name: t
-spec:
-  items:
-    - id: a
-      value: "1"
-    - id: b
-      value: "1"
-"""
-PATCH = """apiVersion: example.io/v1
-kind: Thing
-metadata:
-  name: t
-spec:
-  items:
-    - id: a
-      value: "2"
-"""
+THING_HEADER = "apiVersion: example.io/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n  items:\n"
+THING = THING_HEADER + '    - id: a\n      value: "1"\n    - id: b\n      value: "1"\n'
+PATCH = THING_HEADER + '    - id: a\n      value: "2"\n'
 # A kustomization's own schema (its `openapi:` field): Thing's items merge by id. kyaml keeps it globally; a
 # kustomization without one must see the built-in schema, which knows no Thing, so its patch replaces the list.
 CUSTOM_SCHEMA = json.dumps(
