@@ -350,6 +350,21 @@ def test_without_sourceignore_source_controller_leaves_out_its_defaults(repo):
     assert list(config[0].doc["binaryData"]) == ["logo.png"]
 
 
+def test_a_kustomization_outside_the_artifact_and_the_eksctl_overlays_is_not_checked(repo):
+    deploy = repo.root / "trainer" / "deploy"
+    deploy.mkdir(parents=True)
+    (deploy / "kustomization.yaml").write_text("resources:\n  - github.com/org/repo/deploy\n")
+    with pytest.raises(InputError, match="remote base"):
+        environment(repo)  # in the artifact: Flux would read it
+    (repo.root / ".sourceignore").write_text("/trainer/\n")
+    assert environment(repo).cluster_config is not None  # neither Flux nor eksctl builds it
+
+
+def test_an_ignore_file_that_is_a_link_to_a_device_is_not_read(repo):
+    os.symlink("/dev/zero", repo.root / "clusters" / ".sourceignore")  # a link is not in the artifact either
+    assert find(repo, "MPIJob", "horovod-train").name == "horovod-train"
+
+
 def test_a_flux_path_the_artifact_leaves_out_says_so(repo):
     (repo.root / ".sourceignore").write_text("/overlays/*/eksctl/\n")
     set_spec(repo, "training", path="./overlays/prod/eksctl")

@@ -44,6 +44,9 @@ def process_build(folder: Path) -> str:
     ).stdout
 
 
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n"
+
+
 def overlays() -> list[Path]:
     return sorted(p.parent for p in (REPO / "overlays").glob("*/*/kustomization.yaml") if p.parts[-3] != "base")
 
@@ -147,3 +150,12 @@ def test_the_render_cache_key_names_what_builds(monkeypatch, batch):
     monkeypatch.setenv(kustomize.BATCH_VARIABLE, "off")
     assert kustomize.builder() != with_batch
     assert "(batch)" in with_batch and "(batch)" not in kustomize.builder()
+
+
+def test_a_batch_process_that_ended_while_idle_is_replaced(tmp_path, batch):
+    folder = write(tmp_path / "app", {"kustomization.yaml": "resources:\n  - cm.yaml\n", "cm.yaml": CONFIG_MAP})
+    first = kustomize.build(folder, tmp_path)
+    for process in list(kustomize._batch(batch).started):
+        process.kill()
+        process.wait()
+    assert kustomize.build(folder, tmp_path) == first

@@ -4,9 +4,11 @@ neither rendered nor checked again, and what is printed is what a run that check
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
+import yaml
 from conftest import SCHEMA_DIR
 from test_validate_cli import GPU_HPA, add_resource
 
@@ -165,3 +167,40 @@ def test_merge_keeps_the_stage_order_of_notes():
     merged = results_cache.merge(parts, Result(notes=["lint"]))
     assert merged.notes == ["lint", "a: load", "b: load", "a: schemas", "a: rules", "b: rules"]
     assert merged.environments == ["a", "b"]
+
+
+def test_a_file_git_ignores_is_not_in_the_key_the_render_does_not_see_it(repo, render_cache_dir, monkeypatch, capsys):
+    """.git/info/exclude changes what the render copies, not the files: the key follows git's view."""
+    monkeypatch.chdir(repo)
+    broken = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+    (repo / "clusters" / "dev" / "extra.yaml").write_text(yaml.safe_dump({**broken, "data": 5}))
+    exclude = repo / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("clusters/dev/extra.yaml\n")
+
+    def invalid() -> list[str]:
+        assert validate.main(["--format", "json", "--quiet"]) in (0, 1)
+        report = json.loads(capsys.readouterr().out)
+        return [f["resource"] for f in report["findings"] if f["rule"] == "schema-invalid"]
+
+    assert invalid() == []  # git ignores it: Flux never sees it
+    exclude.write_text("")
+    assert invalid() == ["ConfigMap/default/c"]
+
+
+def test_an_ignore_file_that_is_a_link_or_a_device_is_never_read(repo_copy, monkeypatch):
+    os.symlink("/dev/zero", repo_copy / ".gitignore")
+    os.symlink("/dev/zero", repo_copy / "clusters" / ".sourceignore")
+    cache = results_cache.ResultsCache(repo_copy, SchemaStore({}, schema_dir=SCHEMA_DIR), None)  # returns
+    assert cache.key("dev") is not None
+
+
+def test_an_environment_fingerprint_does_not_follow_a_link_out_of_the_repository(repo_copy, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kustomization.yaml").write_text("resources: []\n")
+    os.symlink(outside, repo_copy / "overlays" / "dev" / "training" / "ext")
+    kustomization = repo_copy / "overlays" / "dev" / "training" / "kustomization.yaml"
+    listed = kustomization.read_text().replace("  - ../settings.yaml\n", "  - ../settings.yaml\n  - ext\n")
+    kustomization.write_text(listed)
+    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters" / "dev") is None

@@ -381,3 +381,11 @@ def test_a_folder_of_manifests_leaves_its_dotfiles_alone(tmp_path, capsys, monke
     invalid = [(f["file"], f["message"]) for f in report["findings"] if f["rule"] == "schema-invalid"]
     assert invalid == ([(f"manifests/{name}", "object has no apiVersion or kind")] if read else [])
     assert code == (1 if read else 0)
+
+
+def test_the_repository_with_a_cluster_config_checks_every_environment(capsys, in_repo, render_cache_dir):
+    config = f"overlays/{ENVIRONMENTS[0]}/eksctl"
+    code, out, _ = main("--cluster-config", config, "--format", "json", "--quiet", capsys=capsys)
+    summary = json.loads(out)["summary"]
+    assert summary["environments"] == ENVIRONMENTS
+    assert summary["objects"] > len(ENVIRONMENTS) * 5, summary

@@ -74,18 +74,21 @@ class Workspace:
     def __init__(self, root: Path, source: Path | None = None, artifact: ArtifactFilter | None = None):
         self.root = root.resolve()
         self.artifact = artifact
+        self.path = Path()
         places = list(dict.fromkeys([_memory_folder(), None]))
         for place in places:
-            self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-", dir=place))
             try:
+                self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-", dir=place))
                 if source is None:
                     _copy_confined(self.root, self.path, artifact)
                 else:
                     shutil.copytree(source, self.path, symlinks=True, dirs_exist_ok=True)
                 return
-            except OSError as error:
+            except (OSError, shutil.Error) as error:
                 self.close()
-                if place is None or error.errno != errno.ENOSPC:
+                # A memory folder that is full (a container's /dev/shm is 64 MiB): the default place.
+                full = isinstance(error, shutil.Error) or error.errno == errno.ENOSPC
+                if place is None or not full:
                     raise
             except BaseException:
                 self.close()
@@ -107,7 +110,8 @@ class Workspace:
         return self.artifact.why(Path(relative).as_posix(), folder=(self.root / relative).is_dir())
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self.path.name.startswith("gitops-flux-"):
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _memory_folder() -> str | None:
@@ -120,11 +124,15 @@ def _memory_folder() -> str | None:
     return "/dev/shm"
 
 
-def _copy_confined(root: Path, dest: Path, artifact: ArtifactFilter | None) -> None:
+def listed_files(root: Path) -> list[str]:
+    """The files a workspace is copied from: what git tracks or would track in a work tree, else every file
+    below `root` (a symlinked folder as one entry)."""
     listed = _git_files(root)
-    if listed is None:
-        listed = _walked_files(root)
-    for relative in listed:
+    return _walked_files(root) if listed is None else listed
+
+
+def _copy_confined(root: Path, dest: Path, artifact: ArtifactFilter | None) -> None:
+    for relative in listed_files(root):
         source, copy = root / relative, dest / relative
         if any(part in _SKIPPED for part in Path(relative).parts) or not os.path.lexists(source):
             continue
@@ -183,14 +191,40 @@ def repository_path(value: str, where: str) -> str:
     return "" if normal == "." else normal
 
 
-def check_paths(workspace: Workspace) -> None:
+def check_paths(workspace: Workspace, folders: list[str] | None = None) -> None:
     """Refuse (one line) any kustomization file in the workspace that names a path outside it, a remote base,
-    or a file of the repository that Flux's artifact leaves out (the build fails on the cluster)."""
-    for current, folders, files in os.walk(workspace.path):
-        folders[:] = sorted(folders)
+    or a file of the repository that Flux's artifact leaves out (the build fails on the cluster). With
+    `folders`, only the kustomizations their builds reach (the eksctl overlays of the checkout: the rest of
+    it is not built)."""
+    if folders is not None:
+        seen: set[Path] = set()
+        for folder in folders:
+            _check_tree(workspace, Path(os.path.normpath(workspace.path / folder)), seen)
+        return
+    for current, folders_here, files in os.walk(workspace.path):
+        folders_here[:] = sorted(folders_here)
         for name in files:
             if name in kustomize.KUSTOMIZATION_FILES:
                 _check_file(workspace, Path(current) / name)
+
+
+def _check_tree(workspace: Workspace, folder: Path, seen: set[Path]) -> None:
+    """Check the kustomization in `folder` and, through the folders it names, every one its build reaches."""
+    if folder in seen:
+        return
+    seen.add(folder)
+    file = next((folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+    if file is None:
+        return
+    _check_file(workspace, file)  # refuses a path out of the workspace before it is followed
+    try:
+        doc = yaml.load(file.read_text(), Loader=_LOADER)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return
+    for _, value in named_paths(doc) if isinstance(doc, dict) else ():
+        target = Path(os.path.normpath(folder / value))
+        if target.is_dir():
+            _check_tree(workspace, target, seen)
 
 
 def named_paths(doc: dict):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from stat import S_ISREG
 
 import pathspec.patterns.gitignore.spec as gitignore
 
@@ -34,6 +35,19 @@ DEFAULT_PATTERNS = (
     *("**/.goreleaser.yml", "**/.sops.yaml", "**/.flux.yaml"),
 )
 _SKIPPED = (".git",)
+_MAX_IGNORE_FILE = 1 << 20
+
+
+def _read(file: Path) -> str:
+    """A .sourceignore's text; "" for a link, anything but a regular file, or one past 1 MiB. A link is
+    not in the artifact (so its patterns never reach source-controller) and a device would never end."""
+    try:
+        stat = file.lstat()
+        if not S_ISREG(stat.st_mode) or stat.st_size > _MAX_IGNORE_FILE:
+            return ""
+        return file.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _patterns(lines, domain: tuple[str, ...]) -> list[tuple[tuple[str, ...], str, object]]:
@@ -41,7 +55,10 @@ def _patterns(lines, domain: tuple[str, ...]) -> list[tuple[tuple[str, ...], str
     for line in lines:
         if line.startswith("#") or not line.strip():
             continue
-        pattern = gitignore.GitIgnoreSpecPattern(line)
+        try:
+            pattern = gitignore.GitIgnoreSpecPattern(line)
+        except ValueError:  # GitIgnorePatternError (`!`, a lone `\`): go-git reads such a line as matching nothing
+            continue
         if pattern.include is not None:
             found.append((domain, line, pattern))
     return found
@@ -57,11 +74,7 @@ class ArtifactFilter:
             if IGNORE_FILE in files:
                 here = Path(current)
                 domain = () if here == root else here.relative_to(root).parts
-                try:
-                    text = (here / IGNORE_FILE).read_text()
-                except (OSError, UnicodeDecodeError):
-                    continue
-                own += _patterns(text.splitlines(), domain)
+                own += _patterns(_read(here / IGNORE_FILE).splitlines(), domain)
         self.own = bool(own)
         self.patterns = _patterns(VCS_PATTERNS, ()) + (own or _patterns(DEFAULT_PATTERNS, ()))
 

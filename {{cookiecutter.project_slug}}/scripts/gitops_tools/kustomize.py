@@ -130,6 +130,9 @@ class _Batch:
     def build(self, root: Path, path: Path) -> tuple[str | None, str]:
         """(the YAML stream, or None; kustomize's error)."""
         process = self._take()
+        while process.poll() is not None:  # ended while idle (killed, out of memory): another one
+            self._drop(process)
+            process = self._take()
         try:
             process.stdin.write(json.dumps({"root": str(root), "path": str(path)}) + "\n")
             process.stdin.flush()
@@ -178,6 +181,8 @@ class _Batch:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
                 bufsize=1,
             )
         except OSError as error:

@@ -121,11 +121,19 @@ def unfollowed(environment: Environment) -> list[str]:
     for kustomization in environment.kustomizations:
         for manifest in kustomization.objects:
             path = _spec_path(manifest)
-            if manifest.group_kind == FLUX_KUSTOMIZATION and flux_build.follows(manifest) and "${" in path:
-                notes.append(
-                    f"{environment.name}: Flux Kustomization {manifest.name}: spec.path {path!r} is known only on "
-                    "the cluster (its variable has no value here), so what it applies is not rendered or checked"
+            if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest) or "${" not in path:
+                continue
+            if post_build.post_build(kustomization.manifest.doc) is None:
+                why = (
+                    f"is applied as written: Flux Kustomization {kustomization.name}, which applies it, has no "
+                    "spec.postBuild, so the path does not exist and the Kustomization fails"
                 )
+            else:
+                why = "is known only on the cluster (its variable has no value here)"
+            notes.append(
+                f"{environment.name}: Flux Kustomization {manifest.name}: spec.path {path!r} {why}; what it "
+                "applies is not rendered or checked"
+            )
     return notes
 
 
@@ -172,9 +180,10 @@ def render_repository(
             jobs.append((environment, entry, entry.path))
             if (root / "overlays" / environment.name / "eksctl").is_dir():
                 jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
-        if any(kustomization is None for _, kustomization, _ in jobs):
+        eksctl = [path for _, kustomization, path in jobs if kustomization is None]
+        if eksctl:
             workspaces.checkout = flux_build.Workspace(root)
-            flux_build.check_paths(workspaces.checkout)
+            flux_build.check_paths(workspaces.checkout, eksctl)
         walk = _Walk()
         _run_jobs(workspaces, jobs, progress, skip_missing, walk)
         # Post-build substitution, then the children whose path it gives, until no new one appears.

@@ -108,10 +108,12 @@ def _parsed(content: bytes) -> dict:
     return found
 
 
-def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
+def _walk(path: Path, found: set[Path], seen: set[Path], inside: Path | None = None) -> None:
     if path in seen:
         return
     seen.add(path)
+    if inside is not None and not path.resolve().is_relative_to(inside):
+        raise Unfollowable(f"{path}: leads out of the repository")  # the render refuses it; nothing is read
     if path.is_file():
         found.add(path)
         return
@@ -126,7 +128,7 @@ def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
             here = Path(current)
             if here != path and _config(here) is not None:
                 folders.clear()
-                _walk(here, found, seen)
+                _walk(here, found, seen, inside)
                 continue
             folders[:] = [f for f in folders if f not in _SKIPPED_FOLDERS]
             found.update(here / name for name in files)
@@ -137,7 +139,7 @@ def _walk(path: Path, found: set[Path], seen: set[Path]) -> None:
     for _, named in flux_build.named_paths(config):
         if "://" in named or named.startswith(_REMOTE_PREFIXES):
             raise Unfollowable(f"{path}: remote base {named}")
-        _walk(Path(os.path.normpath(path / named)), found, seen)
+        _walk(Path(os.path.normpath(path / named)), found, seen, inside)
 
 
 def inputs(folders: list[Path]) -> list[Path]:
@@ -159,7 +161,7 @@ def fingerprint(root: Path, folders: list[Path], extra: str = "") -> str | None:
     return _digest(root, files, extra)
 
 
-def _digest(root: Path, files: list[Path], extra: str) -> str:
+def _digest(root: Path, files: list[Path], extra: str, listed: frozenset[str] | None = None) -> str:
     digest = hashlib.sha256(f"{_FORMAT}\0{builder()}\0{extra}\0".encode())
     for file in files:
         try:
@@ -167,6 +169,9 @@ def _digest(root: Path, files: list[Path], extra: str) -> str:
         except ValueError:
             name = str(file)
         digest.update(name.encode() + b"\0")
+        if listed is not None and name not in listed:
+            digest.update(b"not copied")  # git ignores it: the render does not see it
+            continue
         if file.is_symlink():  # a render keeps a link only when it stays inside the repository
             digest.update(b"link " + os.fsencode(os.readlink(file)) + b"\0")
         try:
@@ -245,10 +250,15 @@ def _inline_patches(doc: dict) -> list[str]:
     return found
 
 
-def environment_fingerprint(root: Path, entry: Path, extra_folders: list[Path] = ()) -> str | None:
+def environment_fingerprint(
+    root: Path, entry: Path, extra_folders: list[Path] = (), listed: frozenset[str] | None = None
+) -> str | None:
     """One hash for everything rendering an environment reads: its Flux entry folder, every path a Flux
     Kustomization reachable from it names (followed until no new one appears) and `extra_folders` (the
-    eksctl overlay). None when that cannot be told without rendering."""
+    eksctl overlay). None when that cannot be told without rendering, or when a path leads out of the
+    repository. `listed`: the files the render copies (flux_build.listed_files); another file counts as
+    absent, whatever it holds, as it does for the render."""
+    inside = root.resolve()
     found: set[Path] = set()
     seen: set[Path] = set()
     read: set[Path] = set()
@@ -257,7 +267,7 @@ def environment_fingerprint(root: Path, entry: Path, extra_folders: list[Path] =
     try:
         while pending:
             for folder in pending:
-                _walk(folder, found, seen)
+                _walk(folder, found, seen, inside)
             new_files = sorted(found - read)
             read.update(new_files)
             named = _flux_paths(new_files)
@@ -271,7 +281,7 @@ def environment_fingerprint(root: Path, entry: Path, extra_folders: list[Path] =
         return None
     if any(not f.is_relative_to(root) for f in found):
         return None  # the render refuses it (flux_build.check_paths); nothing outside is read here either
-    return _digest(root, sorted(found), "")
+    return _digest(root, sorted(found), "", listed)
 
 
 class BuildCache:

@@ -77,6 +77,9 @@ func answer(line []byte) response {
 	}
 	out, err := build(req.Root, req.Path)
 	if err != nil {
+		if err.Error() == "" {
+			return response{Error: "kustomize build failed without a message"}
+		}
 		return response{Error: err.Error()}
 	}
 	return response{YAML: string(out)}

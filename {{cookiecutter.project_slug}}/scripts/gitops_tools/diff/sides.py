@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import render_cache
 from ..errors import InputError
+from ..flux_build import listed_files
 from ..flux_source import ArtifactFilter
 from ..model import Environment
 from ..render import environment_names, render_repository
@@ -116,9 +117,14 @@ def _names(tree: Path) -> list[str]:
         return []  # no clusters/ (a base before the GitOps layout): rendering says the rest
 
 
-def _fingerprint(tree: Path, name: str) -> str | None:
-    eksctl = tree / "overlays" / name / "eksctl"
-    return render_cache.environment_fingerprint(tree, tree / "clusters" / name, [eksctl])
+def _fingerprints(tree: Path, names: list[str]) -> list[str | None]:
+    listed = frozenset(listed_files(tree))  # what the render copies: git's view of the tree
+    return [
+        render_cache.environment_fingerprint(
+            tree, tree / "clusters" / name, [tree / "overlays" / name / "eksctl"], listed
+        )
+        for name in names
+    ]
 
 
 def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
@@ -128,7 +134,7 @@ def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
     if ArtifactFilter(base_tree).identity() != ArtifactFilter(head_tree).identity():
         return []  # what Flux's artifact leaves out changed: every environment may build differently
     with render_cache.reading_once(), ThreadPoolExecutor(max_workers=2) as pool:
-        base, head = pool.map(lambda tree: [_fingerprint(tree, n) for n in names], (base_tree, head_tree))
+        base, head = pool.map(lambda tree: _fingerprints(tree, names), (base_tree, head_tree))
     return [n for n, b, h in zip(names, base, head, strict=True) if b is not None and b == h]
 
 

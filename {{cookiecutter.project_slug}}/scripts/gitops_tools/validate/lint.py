@@ -138,7 +138,12 @@ class Background:
         if sys.platform != "linux" or threading.active_count() > 1:
             return
         read, write = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): here, later
+            os.close(read)
+            os.close(write)
+            return
         if pid == 0:
             os.close(read)
             _answer(write, files, root)  # never returns
@@ -148,8 +153,12 @@ class Background:
     def result(self, progress) -> list[Finding]:
         if self.pid is None:
             return lint(self.files, self.root, progress)
-        with os.fdopen(self.pipe, "rb") as pipe:
-            data = pipe.read()
+        chunks = []
+        while chunk := os.read(self.pipe, 1 << 16):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+        os.close(self.pipe)
+        self.pipe = -1
         os.waitpid(self.pid, 0)
         self.pid = None
         try:
@@ -170,8 +179,9 @@ class Background:
             with suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
-            with suppress(OSError):
-                os.close(self.pipe)
+            if self.pipe >= 0:
+                with suppress(OSError):
+                    os.close(self.pipe)
             self.pid = None
 
 

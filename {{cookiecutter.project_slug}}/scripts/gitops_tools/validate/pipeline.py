@@ -111,7 +111,7 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
     try:
         try:
             loaded = ([], [])
-            if not chosen.repository or todo.envs:
+            if not chosen.repository or results is None or todo.envs:
                 loaded = load(todo, options.cluster_config, options.kubernetes_version, progress)
         except InputError:
             linting.result(lambda line: None)  # a file that is not YAML at all: yamllint's line says it best

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from stat import S_ISREG
 
 from .. import kustomize, platform, render_cache
 from ..credentials import mask_text
+from ..errors import DEBUG_VARIABLE
+from ..flux_build import listed_files
 from ..flux_source import ArtifactFilter
 from ..schema_store import SchemaStore
 from .runner import Reported, Result
@@ -33,6 +37,7 @@ _FORMAT = "1"
 _PACKAGE = Path(__file__).resolve().parents[1]
 _LIBRARIES = ("jsonschema", "kubernetes-validate", "referencing", "PyYAML")
 STAGES = ("load", "schemas", "rules")
+_MAX_READ = 1 << 20
 
 
 @dataclass
@@ -123,7 +128,11 @@ def _file_identity(path: Path) -> str:
 
 
 def _read(path: Path) -> bytes:
+    """A small regular file's bytes ("" for anything else: a link, a device, a pipe is never read)."""
     try:
+        stat = path.lstat()
+        if not S_ISREG(stat.st_mode) or stat.st_size > _MAX_READ:
+            return f"not a small regular file: {stat.st_mode} {stat.st_size}".encode()
         return path.read_bytes()
     except OSError:
         return b""
@@ -135,15 +144,18 @@ class ResultsCache:
     def __init__(self, root: Path, schemas: SchemaStore, kubernetes_version: str | None):
         self.root = root
         self.store = render_cache.shared()
+        self.listed: frozenset[str] = frozenset()
         if self.store is None:
             self.identity = ""
             return
+        self.listed = frozenset(listed_files(root))  # what the render copies: git's view, not the folder's
         digest = hashlib.sha256(f"validate results {_FORMAT}\0".encode())
         for part in (
             _tools_digest(),
             kustomize.builder(),
             _library_versions(),
             kubernetes_version or "",
+            os.environ.get(DEBUG_VARIABLE, ""),  # a rule that fails raises with it, rather than a finding
             *(_file_identity(file) for file in schema_files(schemas)),
         ):
             digest.update(part.encode() + b"\0")
@@ -157,7 +169,7 @@ class ResultsCache:
             return None
         eksctl = self.root / "overlays" / env / "eksctl"
         extra = [eksctl] if eksctl.is_dir() else []
-        fingerprint = render_cache.environment_fingerprint(self.root, self.root / "clusters" / env, extra)
+        fingerprint = render_cache.environment_fingerprint(self.root, self.root / "clusters" / env, extra, self.listed)
         if fingerprint is None:
             return None
         return hashlib.sha256(f"{self.identity}\0{env}\0{fingerprint}".encode()).hexdigest()
