@@ -35,19 +35,23 @@ DEFAULT_PATTERNS = (
     *("**/.goreleaser.yml", "**/.sops.yaml", "**/.flux.yaml"),
 )
 _SKIPPED = (".git",)
-_MAX_IGNORE_FILE = 1 << 20
+
+
+def regular_file_bytes(file: Path, limit: int = 1 << 20) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes; None for a link (not in the artifact, so a
+    .sourceignore that is one never reaches source-controller), a device or a pipe (never read: /dev/zero
+    would not end), a larger file, or one that cannot be read."""
+    try:
+        stat = file.lstat()
+        if not S_ISREG(stat.st_mode) or stat.st_size > limit:
+            return None
+        return file.read_bytes()
+    except OSError:
+        return None
 
 
 def _read(file: Path) -> str:
-    """A .sourceignore's text; "" for a link, anything but a regular file, or one past 1 MiB. A link is
-    not in the artifact (so its patterns never reach source-controller) and a device would never end."""
-    try:
-        stat = file.lstat()
-        if not S_ISREG(stat.st_mode) or stat.st_size > _MAX_IGNORE_FILE:
-            return ""
-        return file.read_text(errors="replace")
-    except OSError:
-        return ""
+    return (regular_file_bytes(file) or b"").decode(errors="replace")
 
 
 def _patterns(lines, domain: tuple[str, ...]) -> list[tuple[tuple[str, ...], str, object]]:

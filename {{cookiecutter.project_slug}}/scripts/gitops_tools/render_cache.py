@@ -279,8 +279,6 @@ def environment_fingerprint(
             folders += pending
     except Unfollowable:
         return None
-    if any(not f.is_relative_to(root) for f in found):
-        return None  # the render refuses it (flux_build.check_paths); nothing outside is read here either
     return _digest(root, sorted(found), "", listed)
 
 

@@ -107,11 +107,11 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
         todo = replace(chosen, envs=[env for env in names if env not in kept])
         if kept:
             progress(f"results of {len(kept)} unchanged environment{'s' if len(kept) != 1 else ''} from the cache")
-    linting = Background(sources, chosen.root)  # yamllint in its own interpreter while this one renders
+    linting = Background(sources, chosen.root)  # yamllint in a forked copy while this process renders
     try:
         try:
             loaded = ([], [])
-            if not chosen.repository or results is None or todo.envs:
+            if todo.envs != []:  # [] only when the cache kept every environment
                 loaded = load(todo, options.cluster_config, options.kubernetes_version, progress)
         except InputError:
             linting.result(lambda line: None)  # a file that is not YAML at all: yamllint's line says it best

@@ -22,13 +22,12 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from stat import S_ISREG
 
 from .. import kustomize, platform, render_cache
 from ..credentials import mask_text
 from ..errors import DEBUG_VARIABLE
 from ..flux_build import listed_files
-from ..flux_source import ArtifactFilter
+from ..flux_source import ArtifactFilter, regular_file_bytes
 from ..schema_store import SchemaStore
 from .runner import Reported, Result
 
@@ -37,7 +36,6 @@ _FORMAT = "1"
 _PACKAGE = Path(__file__).resolve().parents[1]
 _LIBRARIES = ("jsonschema", "kubernetes-validate", "referencing", "PyYAML")
 STAGES = ("load", "schemas", "rules")
-_MAX_READ = 1 << 20
 
 
 @dataclass
@@ -127,17 +125,6 @@ def _file_identity(path: Path) -> str:
     return f"{path} {stat.st_size} {stat.st_mtime_ns}"
 
 
-def _read(path: Path) -> bytes:
-    """A small regular file's bytes ("" for anything else: a link, a device, a pipe is never read)."""
-    try:
-        stat = path.lstat()
-        if not S_ISREG(stat.st_mode) or stat.st_size > _MAX_READ:
-            return f"not a small regular file: {stat.st_mode} {stat.st_size}".encode()
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
 class ResultsCache:
     """Parts by environment for one repository and one set of options."""
 
@@ -160,7 +147,8 @@ class ResultsCache:
         ):
             digest.update(part.encode() + b"\0")
         for name in (platform.FILE, ".gitignore"):
-            digest.update(name.encode() + b"\0" + _read(root / name) + b"\0")
+            content = regular_file_bytes(root / name)
+            digest.update(name.encode() + b"\0" + (b"not a small regular file" if content is None else content) + b"\0")
         digest.update(ArtifactFilter(root).identity().encode())  # what Flux's artifact leaves out
         self.identity = digest.hexdigest()
 
