@@ -1,4 +1,4 @@
-# The template repository: `make demo` shows what it makes, `make test` proves it.
+# The template repository: `make demo` shows what it makes, `make test` proves it, `make dist` builds the tool.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,37 +6,58 @@ SCHEMAS ?= $(abspath ../shared/schemas)
 DEMO_DIR ?= demo
 # TensorFlow + Horovod for the trainer tests, kept outside the template folder so bakes stay small.
 TRAINER_VENV ?= $(abspath .venv-trainer)
-# The Flux CLI the render tests compare scripts/render with (`flux build kustomization`), built once into a
+TOOLS_CACHE ?= $(HOME)/.cache/gitops-template
+# The Flux CLI the render tests compare the tool's renders with (`flux build kustomization`), built once into a
 # cache outside the repository (tools/build-flux.sh says why it is not a plain `go install`).
 FLUX_VERSION := v2.9.5
-TOOLS_CACHE ?= $(HOME)/.cache/gitops-template
 FLUX := $(TOOLS_CACHE)/flux-$(FLUX_VERSION)/flux
 # The local control plane of the live-cluster tests (etcd, kube-apiserver, kube-scheduler, kwok, the MPI
 # operator), built once from the Go module proxy (tools/build-control-plane.sh says how and which versions).
 CONTROL_PLANE_VERSION := v1.34.4
 CONTROL_PLANE := $(TOOLS_CACHE)/control-plane-$(CONTROL_PLANE_VERSION)
-# kustomize-batch, the renders' in-process kustomize (the generated repository's scripts/kustomize-batch), built
-# into the tooling environment the tests run the scripts with; Go keeps its module and build caches.
-KUSTOMIZE_BATCH_SOURCE := {{cookiecutter.project_slug}}/scripts/kustomize-batch
-KUSTOMIZE_BATCH := $(BIN)/kustomize-batch
+# The tool (tool/): its Go helper, built into the package for the editable install the tests and the demo use;
+# `make dist` builds the wheel, which carries its own (tool/hatch_build.py).
+HELPER_SOURCE := tool/helper
+HELPER := tool/src/eks_gpu_gitops/_helper/kustomize-batch
+TOOL_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' tool/src/eks_gpu_gitops/__init__.py)
+WHEEL := dist/.built-$(TOOL_VERSION)
 
-.PHONY: help setup flux control-plane kustomize-batch demo lint format test bench clean
+.PHONY: help setup helper dist flux control-plane demo lint format test test-tool test-template bench clean
 
 help:
-	@echo "make demo          bake the default project into $(DEMO_DIR)/, render both environments, show what Flux applies"
-	@echo "make lint          ruff check and ruff format --check over all Python (template and generated code)"
+	@echo "make demo          bake the default project into $(DEMO_DIR)/ and walk its loop: render, validate, a pull-request diff"
+	@echo "make dist          build the tool's wheel for this machine (with its Go helper) into dist/"
+	@echo "make lint          ruff check and ruff format --check over all Python (template, tool, generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
-	@echo "make test          lint, then everything: template bakes, generated repositories' checks, trainer tests"
-	@echo "make bench         validate and diff on a 24-environment fleet vs kustomize alone; the render cache on a"
-	@echo "                   20-environment fleet (cold, warm, a one-environment diff); trainer samples/s"
+	@echo "make test          lint, then the tool's tests (tool/tests), then the template's (tests/)"
+	@echo "make bench         validate and diff on a fleet vs kustomize alone; the render cache; trainer samples/s"
 
-$(BIN)/.installed: requirements-dev.txt
+$(BIN)/.installed: requirements-dev.txt tool/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
 setup: $(BIN)/.installed
+
+# Without Go the editable install renders with kustomize or kubectl, as an install without a helper does.
+helper: $(HELPER)
+
+$(HELPER): $(HELPER_SOURCE)/main.go $(HELPER_SOURCE)/go.mod $(HELPER_SOURCE)/go.sum
+	@if command -v go > /dev/null; then \
+	  echo "building the helper $@ with $$(go version | cut -d' ' -f3)"; \
+	  cd "$(HELPER_SOURCE)" && CGO_ENABLED=0 go build -trimpath -o "$(abspath $@)" .; \
+	else \
+	  echo "note: Go is not installed: no helper, so renders run a kustomize or kubectl process per build"; \
+	fi
+
+dist: $(WHEEL)
+
+$(WHEEL): $(BIN)/.installed $(shell git ls-files tool/src tool/helper tool/pyproject.toml tool/hatch_build.py 2>/dev/null)
+	rm -f dist/eks_gpu_gitops-*.whl
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./tool
+	@ls dist/eks_gpu_gitops-*.whl
+	touch $@
 
 flux: $(FLUX)
 
@@ -45,16 +66,11 @@ $(FLUX):
 
 control-plane: $(CONTROL_PLANE)/.built
 
-kustomize-batch: $(KUSTOMIZE_BATCH)
-
-$(KUSTOMIZE_BATCH): $(BIN)/.installed $(KUSTOMIZE_BATCH_SOURCE)/main.go $(KUSTOMIZE_BATCH_SOURCE)/go.mod $(KUSTOMIZE_BATCH_SOURCE)/go.sum
-	cd "$(KUSTOMIZE_BATCH_SOURCE)" && go build -trimpath -o "$(abspath $@)" .
-
 $(CONTROL_PLANE)/.built: tools/build-control-plane.sh tools/control-plane/kubernetes/go.mod tools/control-plane/etcd/go.mod
 	tools/build-control-plane.sh $(CONTROL_PLANE)
 	touch $@
 
-demo: setup
+demo: setup helper
 	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
 # One ruff cache at the top: a cache inside {{cookiecutter.project_slug}}/ would be baked into projects.
@@ -68,16 +84,25 @@ format: setup
 	$(RUFF) check --fix .
 	$(RUFF) format .
 
-test: lint $(FLUX) control-plane $(KUSTOMIZE_BATCH)
-	GITOPS_SCHEMA_DIR=$(SCHEMAS) TRAINER_VENV=$(TRAINER_VENV) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
-	  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 GITOPS_REQUIRE_KUSTOMIZE_BATCH=1 \
-	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+TEST_ENV := GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
+  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 GITOPS_REQUIRE_KUSTOMIZE_BATCH=1
 
-bench: setup $(KUSTOMIZE_BATCH)
+# The Go builds first, each in its own process (make -j runs them side by side), then the two suites.
+test: lint
+	$(MAKE) --no-print-directory -j 3 $(FLUX) $(CONTROL_PLANE)/.built $(HELPER) $(WHEEL)
+	$(MAKE) --no-print-directory test-tool test-template
+
+test-tool: setup
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tool/tests
+
+test-template: setup
+	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+
+bench: setup helper
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_cache.py
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache .ruff_cache
+	rm -rf $(DEMO_DIR) dist .pytest_cache .ruff_cache

@@ -1,39 +1,45 @@
 """Finish the generated repository: write the dev and prod environments, record the answers.
 
-The environments, their rows of the README's table and the EFA device plugin's instance types are
-written by the repository's own generator (`gitops_tools.generate.template`), the same code
-`scripts/new-environment` runs later, so every environment has one shape. Then `.cruft.json` loses
-the values that describe the machine that ran cookiecutter (absolute paths) and gains the template
-commit when the template is a Git checkout. No network.
+The environments and their rows of the README's table are written by the tool's own generator
+(eks_gpu_gitops.generate.bake, the code `new-environment` runs later, so every environment has one shape),
+loaded from the template's tool/src like the pre-generation hook's checks, with nothing beyond the standard
+library and PyYAML. Then `.cruft.json` loses the values that describe the machine that ran cookiecutter
+(absolute paths) and gains the template commit when the template is a Git checkout. No network.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
 MACHINE_KEYS = ("_output_dir", "_repo_dir", "_checkout")
-
-sys.path.insert(0, "scripts")
-
-from gitops_tools.generate import template  # noqa: E402
+TOOL_SOURCE = Path("tool") / "src"
 
 
-def template_commit(repo_dir: str) -> str:
+def template_dir() -> Path:
+    """The template's folder, found as the pre-generation hook finds it (its docstring says why)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        return Path(os.readlink(f"/proc/{parent}/cwd"))
+    listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
+    return Path(next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), ""))
+
+
+def template_commit(repo_dir: Path) -> str:
     try:
         result = subprocess.run(
-            ["git", "-C", repo_dir, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "-C", str(repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
         )
     except (OSError, subprocess.CalledProcessError):
         return ""
     return result.stdout.strip()
 
 
-def record_answers(path: Path) -> None:
+def record_answers(path: Path, repo_dir: Path) -> None:
     state = json.loads(path.read_text())
     answers = state["context"]["cookiecutter"]
-    repo_dir = answers.get("_repo_dir", "")
     for key in MACHINE_KEYS:
         answers.pop(key, None)
     state["commit"] = state.get("commit") or template_commit(repo_dir)
@@ -41,5 +47,9 @@ def record_answers(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    template.finish(Path("."), ANSWERS)
-    record_answers(Path(".cruft.json"))
+    template = template_dir()
+    sys.path.insert(0, str(template / TOOL_SOURCE))
+    from eks_gpu_gitops.generate.bake import finish
+
+    finish(Path("."), ANSWERS)
+    record_answers(Path(".cruft.json"), template)

@@ -1,36 +1,39 @@
 """Refuse bad answers before cookiecutter writes anything.
 
-The checks live in the generated repository's `gitops_tools.answers` (the generators use
-the same code); this hook only loads them from the template and reports. A non-zero exit
-makes cookiecutter delete the half-made project folder.
+The checks are the tool's own (eks_gpu_gitops.generate.answers, which its generators use too), loaded from the
+template's tool/src: they need only the standard library and PyYAML, which cookiecutter brings, so this hook runs
+wherever `pip install cookiecutter` or `pip install cruft` does. A non-zero exit makes cookiecutter delete the
+half-made project folder.
 """
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
-PACKAGE_DIR = Path("{% raw %}{{cookiecutter.project_slug}}{% endraw %}") / "scripts"
+TOOL_SOURCE = Path("tool") / "src"
 
 
 def template_dir() -> Path:
-    """The template checkout. cookiecutter runs this hook from a temporary copy with the
-    project folder as working directory, and `_repo_dir` is relative when the template was
-    given as a relative path; cookiecutter itself is inside the template folder meanwhile."""
-    given = Path(ANSWERS["_repo_dir"])
-    if given.is_absolute():
-        return given
-    candidates = [Path(f"/proc/{os.getppid()}/cwd"), Path(os.environ.get("PWD", ".")) / given]
-    for candidate in candidates:
-        if (candidate / "cookiecutter.json").is_file():
-            return candidate.resolve()
-    sys.exit(f"error: cannot find the template folder {given} to check the answers")
+    """The template's folder: cookiecutter and cruft both run a hook while their own working folder is the
+    template (cookiecutter 2.7.1, hooks.py run_hook_from_repo_dir: work_in(repo_dir)), and only cookiecutter
+    names it in the answers (_repo_dir, relative when it was given so)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        where = os.readlink(f"/proc/{parent}/cwd")
+    else:  # macOS: no /proc
+        listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
+        where = next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), "")
+    if not (Path(where) / TOOL_SOURCE).is_dir():
+        sys.exit(f"error: cannot find the template's folder (looked in {where or 'nothing'}) to check the answers")
+    return Path(where)
 
 
 def main() -> int:
-    sys.path.insert(0, str(template_dir() / PACKAGE_DIR))
-    from gitops_tools.answers import check_answers
+    sys.path.insert(0, str(template_dir() / TOOL_SOURCE))
+    from eks_gpu_gitops.generate.answers import check_answers
 
     problems = check_answers(ANSWERS)
     if not problems:

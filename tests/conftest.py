@@ -16,7 +16,9 @@ TEMPLATE = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(PACKAGE_DIR))
 
-from gitops_tools import platform, render, schemas  # noqa: E402
+from eks_gpu_gitops.render import platform  # noqa: E402
+from eks_gpu_gitops.render import repository as render  # noqa: E402
+from eks_gpu_gitops.schemas import checker as schemas  # noqa: E402
 
 # Renders here, and the generated tools these tests run, use a render cache of this session's own.
 RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-template-test-render-cache-")
@@ -105,5 +107,5 @@ def bake_factory(tmp_path_factory, template):
 
 @pytest.fixture(scope="session")
 def schema_checker(bake_factory):
-    sources = platform.load(bake_factory("default").path)["schemas"]
+    sources = platform.schema_sources(bake_factory("default").path)
     return schemas.SchemaChecker(schemas.SchemaStore(sources, schema_dir=SCHEMA_DIR))

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from conftest import SCHEMA_DIR, TEMPLATE
-from gitops_tools import catalog, eks
+from eks_gpu_gitops.facts import catalog
+from eks_gpu_gitops.facts import eks
 
 MATRIX = {
     "default": {},
@@ -317,8 +318,8 @@ def test_bases_carry_no_environments_values(bake_factory):
 
 
 def test_readme_rows_come_from_the_environment_generator(bake_factory):
-    from gitops_tools.generate import template
-    from gitops_tools.generate.environment import readme_row
+    from eks_gpu_gitops.generate import bake as template
+    from eks_gpu_gitops.generate.environment import readme_row
 
     bake = bake_factory("other-environment-answers", **OTHER_ENVIRONMENT_ANSWERS)
     answers = json.loads((bake.path / ".cruft.json").read_text())["context"]["cookiecutter"]

@@ -56,7 +56,7 @@ SHAPES = (
 def grow(project: Path, environments: int) -> list[str]:
     """Add environments with scripts/new-environment (in this process) up to `environments`."""
     sys.path.insert(0, str(project / "scripts"))
-    from gitops_tools import new_environment
+    from eks_gpu_gitops.generate import new_environment
 
     names = sorted(p.name for p in (project / "clusters").iterdir() if p.is_dir())
     here = Path.cwd()
@@ -92,7 +92,8 @@ def grow(project: Path, environments: int) -> list[str]:
 
 def overlays(project: Path) -> list[Path]:
     """Every folder validate renders: Flux Kustomization paths and eksctl overlays."""
-    from gitops_tools import kustomize, render
+    from eks_gpu_gitops.render import kustomize
+    from eks_gpu_gitops.render import repository as render
 
     found = []
     for environment in render.render_repository(project):
@@ -114,7 +115,7 @@ def timed(command: list[str], **options) -> tuple[tuple[float, float], subproces
 
 
 def floor(folders: list[Path]) -> tuple[float, float]:
-    from gitops_tools import kustomize
+    from eks_gpu_gitops.render import kustomize
 
     start, cpu = time.perf_counter(), _child_cpu()
     for folder in folders:
@@ -129,11 +130,15 @@ def floor(folders: list[Path]) -> tuple[float, float]:
 def checks_only(project: Path) -> float:
     """Seconds of validate's own work on a rendered fleet (this process renders it first)."""
     sys.path.insert(0, str(project / "scripts"))
-    from gitops_tools import platform, render
-    from gitops_tools.locate import Locator
-    from gitops_tools.model import Scope
-    from gitops_tools.schemas import SchemaChecker, SchemaStore
-    from gitops_tools.validate import lint, load, pipeline, plan
+    from eks_gpu_gitops.render import platform
+    from eks_gpu_gitops.render import repository as render
+    from eks_gpu_gitops.render.locate import Locator
+    from eks_gpu_gitops.model import Scope
+    from eks_gpu_gitops.schemas.checker import SchemaChecker, SchemaStore
+    from eks_gpu_gitops.validate import lint
+    from eks_gpu_gitops.validate import load
+    from eks_gpu_gitops.validate import pipeline
+    from eks_gpu_gitops.validate import plan
 
     environments = render.render_repository(project)
     start = time.perf_counter()
@@ -152,7 +157,7 @@ def checks_only(project: Path) -> float:
 
 
 def measure(project: Path, repeat: int) -> dict:
-    from gitops_tools import render
+    from eks_gpu_gitops.render import repository as render
 
     folders = overlays(project)
     rendered = Path(tempfile.mkdtemp(prefix="bench-rendered-"))

@@ -46,7 +46,8 @@ CHANGED_ENV = "team-05"
 def overlay_folders(project: Path) -> list[Path]:
     """Every folder validate runs kustomize on (found by rendering once, without the cache)."""
     sys.path.insert(0, str(project / "scripts"))
-    from gitops_tools import kustomize, render
+    from eks_gpu_gitops.render import kustomize
+    from eks_gpu_gitops.render import repository as render
 
     os.environ["GITOPS_RENDER_CACHE"] = "off"
     folders = []
@@ -67,7 +68,7 @@ def _child_cpu() -> float:
 
 def floor(folders: list[Path]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of kustomize over every folder, one worker per core."""
-    from gitops_tools import kustomize
+    from eks_gpu_gitops.render import kustomize
 
     def build(folder: Path) -> None:
         subprocess.run([*kustomize.command(), *kustomize.FLAGS, str(folder)], capture_output=True, check=True)
@@ -127,7 +128,7 @@ def measure(project: Path, repeat: int) -> dict:
     scripts = project / "scripts"
     validate = [str(scripts / "validate"), "--format", "json", "--quiet"]
     work = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-    from gitops_tools import kustomize
+    from eks_gpu_gitops.render import kustomize
 
     binary = kustomize.batch_binary()
     if binary is None:

@@ -91,8 +91,8 @@ def timed(action) -> float:
 def measure(root: Path, repeat: int = 3) -> dict:
     """Render floor and diff time (seconds, best of `repeat`) for the git repository at `root`."""
     sys.path.insert(0, str(root / "scripts"))
-    from gitops_tools.diff.__main__ import main
-    from gitops_tools.render import render_repository
+    from eks_gpu_gitops.cli.diff import main
+    from eks_gpu_gitops.render.repository import render_repository
 
     environments = render_repository(root)
     objects = sum(len(e.objects) + (e.cluster_config is not None) for e in environments)

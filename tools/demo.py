@@ -19,7 +19,7 @@ from cookiecutter.main import cookiecutter
 TEMPLATE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"))
 
-from gitops_tools import render  # noqa: E402
+from eks_gpu_gitops.render import repository as render  # noqa: E402
 
 
 def in_dependency_order(kustomizations):

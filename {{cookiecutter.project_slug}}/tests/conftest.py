@@ -1,193 +1,42 @@
-"""Shared fixtures for the repository's own tests.
-
-Schemas: GITOPS_SCHEMA_DIR (a local copy laid out like the upstream files) when set, otherwise
-the pinned upstream files, downloaded once into the user cache, as `scripts/validate` does.
-"""
+"""Fixtures of the repository's own tests: they check what this repository owns (its environments, its
+workflows), with the pinned tool run as a person runs it (scripts/<verb>)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPTS = REPO / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gitops_tools import platform  # noqa: E402
-from gitops_tools.schemas import SCHEMA_DIR_VARIABLE, SchemaChecker, SchemaStore  # noqa: E402
-
-SCHEMA_DIR = Path(os.environ[SCHEMA_DIR_VARIABLE]) if os.environ.get(SCHEMA_DIR_VARIABLE) else None
-
-# Rules that fail on malformed input must fail the test, not become a note.
-os.environ["GITOPS_DEBUG"] = "1"
-# A render cache of this test session's own (scripts run by the tests inherit it): tests never read
-# or fill the user's cache, and a test that counts builds sets one of its own (render_cache_dir).
-RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-test-render-cache-")
-os.environ["GITOPS_RENDER_CACHE"] = RENDER_CACHE
+ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _session_render_cache():
-    yield
-    shutil.rmtree(RENDER_CACHE, ignore_errors=True)
+def environments() -> list[str]:
+    """Every environment of the repository: a folder of Flux entry points under clusters/."""
+    return sorted(p.name for p in (ROOT / "clusters").iterdir() if p.is_dir() and any(p.glob("*.yaml")))
 
 
-@pytest.fixture()
-def render_cache_dir(tmp_path, monkeypatch) -> Path:
-    """An empty render cache for one test (its process-wide cache object is new too)."""
-    folder = tmp_path / "render-cache"
-    monkeypatch.setenv("GITOPS_RENDER_CACHE", str(folder))
-    return folder
+def settings(env: str) -> dict:
+    return yaml.safe_load((ROOT / "overlays" / env / "settings.yaml").read_text())
 
 
-@pytest.fixture(scope="session")
-def checker() -> SchemaChecker:
-    return SchemaChecker(SchemaStore(platform.load(REPO)["schemas"], schema_dir=SCHEMA_DIR))
-
-
-@pytest.fixture()
-def in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-    return REPO
-
-
-@pytest.fixture()
-def repo_copy(tmp_path) -> Path:
-    """The parts of this repository validate reads, copied so a test can change them."""
-    copy = tmp_path / "repo"
-    for name in ("clusters", "overlays", "scripts"):
-        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("platform.yaml", ".yamllint"):
-        shutil.copy2(REPO / name, copy / name)
-    return copy
-
-
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-}
-# What the scripts read and write, without what `make setup` and the trainer leave behind.
-COMMITTED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", ".gitignore", "README.md")
-NOT_COMMITTED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
-
-
-def git(repo: Path, *args: str) -> str:
+def run(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess:
+    """scripts/<verb> in `root`, as a person runs it."""
     return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY}
-    ).stdout
-
-
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of this repository in git, committed as generated, for tools that write to it."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in COMMITTED:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=NOT_COMMITTED)
-        elif source.is_file():
-            shutil.copy2(source, root / name)
-    git(root, "init", "--quiet", "--initial-branch=main")
-    git(root, "add", "-A")
-    git(root, "commit", "--quiet", "-m", "as generated")
-    return root
-
-
-def run_validate(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """scripts/validate as a user runs it, with this interpreter as the tooling environment."""
-    environment = {**os.environ, "GITOPS_PYTHON": sys.executable, **(env or {})}
-    environment.pop("GITOPS_DEBUG", None)
-    return subprocess.run(
-        [str(cwd / "scripts" / "validate"), *args], cwd=cwd, env=environment, capture_output=True, text=True
+        [str(root / "scripts" / verb), *args], cwd=root, capture_output=True, text=True, env=os.environ, timeout=600
     )
 
 
-# --- the local control plane (tests of status, validate --server, diff --live, simulate) ---------------------
-
-CONTROL_PLANE_REQUIRED = bool(os.environ.get("GITOPS_REQUIRE_CONTROL_PLANE"))
-
-
-def need_binaries(components) -> None:
-    """Skip the test without the control plane's binaries, unless GITOPS_REQUIRE_CONTROL_PLANE is set
-    (the template's `make test` sets it, after building them)."""
-    from gitops_tools.errors import InputError
-    from gitops_tools.live.control_plane import find_binary
-
-    try:
-        for name in components:
-            find_binary(name)
-    except InputError as error:
-        if CONTROL_PLANE_REQUIRED:
-            raise
-        pytest.skip(str(error))
-
-
-def _control_plane(components):
-    """A started control plane with the pinned CRDs installed (skipped as need_binaries says)."""
-    from gitops_tools.live.control_plane import ControlPlane
-
-    need_binaries(components)
-    plane = ControlPlane(components=components)
-    plane.start()
-    if SCHEMA_DIR is not None:
-        install_crds(plane, sorted((SCHEMA_DIR / "crds").glob("*.yaml")))
-    return plane
-
-
-def install_crds(plane, files) -> None:
-    """Create each CRD through the API and wait until it is served."""
-    import yaml
-    from kubernetes import client, utils, watch  # noqa: F401
-    from kubernetes.config import new_client_from_config
-
-    api = new_client_from_config(str(plane.kubeconfig))
-    extensions = client.ApiextensionsV1Api(api)
-    names = []
-    for file in files:
-        for doc in yaml.safe_load_all(file.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                doc.pop("status", None)
-                extensions.create_custom_resource_definition(doc)
-                names.append(doc["metadata"]["name"])
-    import time
-
-    deadline = time.monotonic() + 60
-    for name in names:
-        while True:
-            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
-            if any(c.type == "Established" and c.status == "True" for c in conditions):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"CRD {name} not established after 60 s")
-            time.sleep(0.1)
-
-
-@pytest.fixture(scope="session")
-def control_plane():
-    """etcd and kube-apiserver on loopback, once per test run, with the pinned CRDs."""
-    from gitops_tools.live.control_plane import CORE
-
-    plane = _control_plane(CORE)
-    yield plane
-    plane.stop()
-
-
-@pytest.fixture(scope="module")
-def own_control_plane():
-    """A control plane for one test module alone (about 6 s to start), for tests that change
-    cluster-wide things (nodes, CRDs) or read the whole cluster."""
-    from gitops_tools.live.control_plane import CORE
-
-    plane = _control_plane(CORE)
-    yield plane
-    plane.stop()
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    """What the tool reads of this repository, copied so that a test can add to it."""
+    target = tmp_path / "repository"
+    for name in ("clusters", "overlays", "scripts", "trainer"):
+        shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns(".venv", "data", "runs", "__pycache__"))
+    for name in ("platform.yaml", ".yamllint", ".gitignore", ".sourceignore", "README.md"):
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, target / name)
+    return target

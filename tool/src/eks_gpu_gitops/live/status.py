@@ -1,0 +1,365 @@
+"""Is the cluster the kubeconfig points at ready for an environment?
+
+    scripts/status [--env ENV] [--context CTX] [--format text|json]
+
+What is checked comes from the environment's rendered manifests and eksctl ClusterConfig: the nodes of
+each node group (allocatable nvidia.com/gpu and vpc.amazonaws.com/efa against the instance catalogue),
+the device plugin DaemonSets, the MPIJob CRD and the MPI operator, the FSx CSI driver and its
+controller, the StorageClasses and claims, the Flux Kustomizations, and the MPIJobs.
+
+One line per check, `ok|warn|fail <check>: <what> (fix: ...)`, or with --format json a list of
+{check, status, message, fix}. Exit status: 0 every check ok (warnings allowed), 1 a check failed,
+2 a usage or input error (unknown environment, no kubeconfig, unknown context, unreachable API server),
+in one line. The kubeconfig is $KUBECONFIG or ~/.kube/config.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..core.credentials import mask_text
+from ..core.errors import InputError
+from ..facts import catalog
+from ..model.kinds import FLUX_KUSTOMIZATION
+from ..model.manifest import Environment
+from ..render.repository import environment_names
+from .cluster import Cluster
+
+# eksctl v0.230.0 labels the nodes of every node group, managed or not, alpha.eksctl.io/nodegroup-name
+# (pkg/apis/eksctl.io/v1alpha5/defaults.go setNodeGroupBaseDefaults -> setDefaultNodeLabels); EKS adds
+# eks.amazonaws.com/nodegroup to a managed group's nodes (types.go EKSNodeGroupNameLabel, which eksctl
+# itself uses for unowned managed groups).
+NODEGROUP_LABELS = ("alpha.eksctl.io/nodegroup-name", "eks.amazonaws.com/nodegroup")
+GPU = "nvidia.com/gpu"
+EFA = "vpc.amazonaws.com/efa"
+MPIJOB_CRD = "mpijobs.kubeflow.org"
+MPIJOB_VERSION = "v2beta1"
+# kubeflow/mpi-operator v0.8.2 manifests/overlays/standalone: Deployment mpi-operator in namespace mpi-operator.
+MPI_OPERATOR = ("mpi-operator", "mpi-operator")
+FSX_DRIVER = "fsx.csi.aws.com"
+# The aws-fsx-csi-driver chart's controller Deployment, in the HelmRelease's targetNamespace.
+FSX_CONTROLLER = "fsx-csi-controller"
+FSX_RELEASE = "aws-fsx-csi-driver"
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+
+@dataclass
+class Check:
+    check: str
+    status: str  # ok | warn | fail
+    message: str
+    fix: str = ""
+
+    def line(self) -> str:
+        fix = f" (fix: {self.fix})" if self.fix else ""
+        return f"{self.status} {self.check}: {self.message}{fix}"
+
+
+def _missing(error) -> bool:
+    return getattr(error, "status", None) == 404
+
+
+def _condition(conditions, kind: str):
+    for condition in conditions or []:
+        get = condition.get if isinstance(condition, dict) else lambda key, c=condition: getattr(c, key, None)
+        if get("type") == kind:
+            return get("status"), get("message") or get("reason") or ""
+    return None, ""
+
+
+def _quantity(value) -> int:
+    try:
+        return int(str(value or "0"))
+    except ValueError:
+        return 0
+
+
+# --- node groups ---------------------------------------------------------------------------------------
+
+
+def node_groups(environment: Environment) -> list[dict]:
+    doc = environment.cluster_config.doc if environment.cluster_config else {}
+    groups = []
+    for key in ("managedNodeGroups", "nodeGroups"):
+        groups.extend(g for g in doc.get(key) or [] if isinstance(g, dict) and g.get("name"))
+    return groups
+
+
+def _group_nodes(nodes, name: str) -> list:
+    return [n for n in nodes if any((n.metadata.labels or {}).get(label) == name for label in NODEGROUP_LABELS)]
+
+
+def check_node_group(group: dict, nodes) -> Check:
+    name = group["name"]
+    instance = group.get("instanceType") or (group.get("instanceTypes") or [""])[0]
+    known = catalog.lookup(instance)
+    gpus = known.gpus if known else 0
+    efa = known.efa_interfaces if known and group.get("efaEnabled") else 0
+    minimum = int(group.get("minSize", group.get("desiredCapacity", 1)) or 0)
+    check = f"nodes {name}"
+    mine = _group_nodes(nodes, name)
+    if not mine:
+        if minimum == 0:
+            return Check(check, OK, f"0 nodes ({instance}); the group scales from zero (minSize 0)")
+        return Check(
+            check,
+            FAIL,
+            f"0 nodes labelled {NODEGROUP_LABELS[0]}={name}, minSize {minimum}",
+            f"eksctl create nodegroup --config-file <ClusterConfig> --include={name}",
+        )
+    problems = []
+    for node in mine:
+        allocatable = node.status.allocatable or {} if node.status else {}
+        ready, _ = _condition(node.status.conditions if node.status else None, "Ready")
+        if ready != "True":
+            problems.append(f"{node.metadata.name} not Ready")
+        if _quantity(allocatable.get(GPU)) < gpus:
+            problems.append(f"{node.metadata.name} {GPU} {_quantity(allocatable.get(GPU))}/{gpus}")
+        if _quantity(allocatable.get(EFA)) < efa:
+            problems.append(f"{node.metadata.name} {EFA} {_quantity(allocatable.get(EFA))}/{efa}")
+    wants = ", ".join(f"{resource} {count}" for resource, count in ((GPU, gpus), (EFA, efa)) if count)
+    if problems:
+        return Check(
+            check,
+            FAIL,
+            f"{len(mine)} node(s) ({instance}{', each ' + wants if wants else ''}): " + "; ".join(problems),
+            "check the node's kubelet and the device plugin pods on it (kubectl describe node)",
+        )
+    return Check(check, OK, f"{len(mine)} node(s) Ready ({instance}{', each ' + wants if wants else ''})")
+
+
+# --- workloads -----------------------------------------------------------------------------------------
+
+
+def check_daemonset(apps, namespace: str, name: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"daemonset {namespace}/{name}"
+    try:
+        status = apps.read_namespaced_daemon_set_status(name, namespace).status
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not found", "flux reconcile kustomization infrastructure --with-source")
+    desired, ready = status.desired_number_scheduled or 0, status.number_ready or 0
+    if desired == 0:
+        return Check(check, OK, "no node to run on yet (0 scheduled)")
+    if ready < desired:
+        return Check(check, FAIL, f"{ready}/{desired} ready", f"kubectl -n {namespace} describe daemonset {name}")
+    return Check(check, OK, f"{ready}/{desired} ready")
+
+
+def check_deployment(apps, namespace: str, name: str, fix: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"deployment {namespace}/{name}"
+    try:
+        status = apps.read_namespaced_deployment_status(name, namespace).status
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not found", fix)
+    available, message = _condition(status.conditions, "Available")
+    replicas = f"{status.available_replicas or 0}/{status.replicas or 0} available"
+    if available != "True":
+        return Check(
+            check, FAIL, f"not Available: {message or replicas}", f"kubectl -n {namespace} describe deployment {name}"
+        )
+    return Check(check, OK, replicas)
+
+
+def check_mpijob_crd(extensions) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"crd {MPIJOB_CRD}"
+    try:
+        crd = extensions.read_custom_resource_definition(MPIJOB_CRD)
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not installed", "flux reconcile kustomization mpi-operator --with-source")
+    established, _ = _condition(crd.status.conditions if crd.status else None, "Established")
+    served = [v.name for v in crd.spec.versions if v.served]
+    if established != "True" or MPIJOB_VERSION not in served:
+        return Check(
+            check,
+            FAIL,
+            f"{MPIJOB_VERSION} not served (served: {', '.join(served) or 'none'}; Established {established})",
+            "install the MPI operator v0.8.x (kubeflow.org/v2beta1)",
+        )
+    return Check(check, OK, f"{MPIJOB_VERSION} served")
+
+
+def check_csi_driver(storage) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"csidriver {FSX_DRIVER}"
+    try:
+        storage.read_csi_driver(FSX_DRIVER)
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not registered", f"flux reconcile helmrelease {FSX_RELEASE} -n flux-system")
+    return Check(check, OK, "registered")
+
+
+def check_storage_class(storage, name: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"storageclass {name}"
+    try:
+        found = storage.read_storage_class(name)
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not found", "flux reconcile kustomization infrastructure --with-source")
+    return Check(check, OK, f"provisioner {found.provisioner}")
+
+
+def check_claim(core, namespace: str, name: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"claim {namespace}/{name}"
+    try:
+        claim = core.read_namespaced_persistent_volume_claim(name, namespace)
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not found", "flux reconcile kustomization training --with-source")
+    phase = claim.status.phase if claim.status else None
+    if phase != "Bound":
+        return Check(check, FAIL, f"{phase or 'no phase'}, not Bound", f"kubectl -n {namespace} describe pvc {name}")
+    return Check(check, OK, f"Bound to {claim.spec.volume_name or 'a volume'}")
+
+
+def check_kustomization(custom, namespace: str, name: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"kustomization {namespace}/{name}"
+    fix = f"flux reconcile kustomization {name} -n {namespace} --with-source"
+    try:
+        found = custom.get_namespaced_custom_object(
+            "kustomize.toolkit.fluxcd.io", "v1", namespace, "kustomizations", name
+        )
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, FAIL, "not found", fix if name != "flux-system" else "flux bootstrap (see README)")
+    ready, message = _condition((found.get("status") or {}).get("conditions"), "Ready")
+    message = " ".join(str(message).split())[:200]
+    if ready == "True":
+        return Check(check, OK, f"Ready: {message}" if message else "Ready")
+    if ready == "False":
+        return Check(check, FAIL, f"not Ready: {message}", fix)
+    return Check(check, WARN, f"reconciling: {message}" if message else "no Ready condition yet", fix)
+
+
+def _replica_phase(statuses: dict, kind: str) -> str:
+    counts = statuses.get(kind) or {}
+    parts = [f"{counts[k]} {k}" for k in ("active", "succeeded", "failed") if counts.get(k)]
+    return f"{kind.lower()} {', '.join(parts) or 'none'}"
+
+
+def check_mpijob(custom, namespace: str, name: str) -> Check:
+    from kubernetes.client.rest import ApiException
+
+    check = f"mpijob {namespace}/{name}"
+    try:
+        job = custom.get_namespaced_custom_object("kubeflow.org", MPIJOB_VERSION, namespace, "mpijobs", name)
+    except ApiException as error:
+        if not _missing(error):
+            raise
+        return Check(check, WARN, "not on the cluster (not applied yet, or deleted after it ran)")
+    status = job.get("status") or {}
+    statuses = status.get("replicaStatuses") or {}
+    phases = f"{_replica_phase(statuses, 'Launcher')}; {_replica_phase(statuses, 'Worker')}"
+    conditions = status.get("conditions") or []
+    for kind in ("Failed", "Succeeded", "Running", "Suspended", "Created"):
+        state, message = _condition(conditions, kind)
+        if state == "True":
+            message = " ".join(str(message).split())[:200]
+            if kind == "Failed":
+                return Check(
+                    check, FAIL, f"Failed: {message} ({phases})", f"kubectl -n {namespace} logs job/{name}-launcher"
+                )
+            return Check(check, OK if kind in ("Running", "Succeeded") else WARN, f"{kind} ({phases})")
+    return Check(check, WARN, f"no condition yet ({phases})")
+
+
+# --- the environment ---------------------------------------------------------------------------------
+
+
+def _objects(environment: Environment, group_kind: tuple[str, str]) -> list[tuple[str, str]]:
+    return sorted({(m.namespace, m.name) for m in environment.objects if m.group_kind == group_kind})
+
+
+def _fsx_namespace(environment: Environment) -> str:
+    for manifest in environment.objects:
+        if manifest.group_kind == ("helm.toolkit.fluxcd.io", "HelmRelease") and manifest.name == FSX_RELEASE:
+            spec = manifest.doc.get("spec") or {}
+            return spec.get("targetNamespace") or manifest.namespace or "kube-system"
+    return "kube-system"
+
+
+def run_checks(cluster: Cluster, environment: Environment) -> list[Check]:
+    from kubernetes import client
+
+    core, apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
+    storage, custom = client.StorageV1Api(cluster.api), client.CustomObjectsApi(cluster.api)
+    extensions = client.ApiextensionsV1Api(cluster.api)
+    checks = []
+    nodes = core.list_node().items
+    checks.extend(check_node_group(group, nodes) for group in node_groups(environment))
+    for namespace, name in _objects(environment, ("apps", "DaemonSet")):
+        checks.append(check_daemonset(apps, namespace, name))
+    kustomizations = {(k.manifest.namespace or "flux-system", k.name) for k in environment.kustomizations}
+    kustomizations.update(_objects(environment, FLUX_KUSTOMIZATION))
+    if any(name == "mpi-operator" for _, name in kustomizations) or _objects(environment, ("kubeflow.org", "MPIJob")):
+        checks.append(check_mpijob_crd(extensions))
+        checks.append(
+            check_deployment(
+                apps, *MPI_OPERATOR, "flux reconcile kustomization mpi-operator -n flux-system --with-source"
+            )
+        )
+    classes = [m for m in environment.objects if m.group_kind == ("storage.k8s.io", "StorageClass")]
+    if any(m.doc.get("provisioner") == FSX_DRIVER for m in classes):
+        checks.append(check_csi_driver(storage))
+        checks.append(
+            check_deployment(
+                apps,
+                _fsx_namespace(environment),
+                FSX_CONTROLLER,
+                f"flux reconcile helmrelease {FSX_RELEASE} -n flux-system",
+            )
+        )
+    checks.extend(check_storage_class(storage, m.name) for m in sorted(classes, key=lambda m: m.name))
+    for namespace, name in _objects(environment, ("", "PersistentVolumeClaim")):
+        checks.append(check_claim(core, namespace, name))
+    for namespace, name in sorted(kustomizations):
+        checks.append(check_kustomization(custom, namespace, name))
+    for namespace, name in _objects(environment, ("kubeflow.org", "MPIJob")):
+        checks.append(check_mpijob(custom, namespace, name))
+    return checks
+
+
+def choose_environment(root: Path, env: str | None) -> str:
+    names = environment_names(root)
+    if env:
+        if env not in names:
+            raise InputError(f"unknown environment {env!r}; known: {', '.join(names) or 'none'}")
+        return env
+    if len(names) == 1:
+        return names[0]
+    raise InputError(f"name the environment with --env; known: {', '.join(names) or 'none'}")
+
+
+def report(checks: list[Check], form: str) -> str:
+    # Messages repeat what the cluster says (Flux's Ready message can quote a source URL or an apply
+    # error): masked like every other output of the tools.
+    checks = [Check(c.check, c.status, mask_text(c.message), mask_text(c.fix)) for c in checks]
+    if form == "json":
+        return json.dumps([asdict(c) for c in checks], indent=2)
+    return "\n".join(c.line() for c in checks)

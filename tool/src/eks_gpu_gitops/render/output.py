@@ -1,0 +1,107 @@
+"""Write a render into a folder (`render --out DIR`, default rendered/): DIR/<env>/<kustomization>.yaml and
+DIR/<env>/eksctl.yaml, all at once or nothing, replacing only an earlier render's output."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..core.errors import InputError
+from ..model import Environment, dump
+from .repository import repository_root
+
+# Written into every render output: only a folder that holds it (and only what render writes) is replaced.
+RENDER_MARKER = ".gitops-render"
+_MARKER_TEXT = "Written by scripts/render; the next render replaces this whole folder.\n"
+# Top-level folders of the repository that hold what Flux, kustomize and the tools read: never an output.
+_SOURCE_FOLDERS = ("clusters", "overlays", "scripts", "trainer", ".git", ".github")
+
+
+def _is_render_output(folder: Path) -> bool:
+    """Whether `folder` is empty, or an earlier render's output: its marker file and <env>/<name>.yaml
+    only, so replacing it loses nothing a person made."""
+    entries = list(folder.iterdir())
+    if not entries:
+        return True
+    marker = folder / RENDER_MARKER
+    if not marker.is_file() or marker.is_symlink():
+        return False
+    for entry in entries:
+        if entry == marker:
+            continue
+        if not entry.is_dir() or entry.is_symlink():
+            return False
+        if any(not f.is_file() or f.is_symlink() or f.suffix != ".yaml" for f in entry.iterdir()):
+            return False
+    return True
+
+
+def _repository() -> Path | None:
+    try:
+        return repository_root(Path.cwd().resolve()).resolve()
+    except InputError:
+        return None
+
+
+def _refuse_holders(out: Path, root: Path | None) -> None:
+    """Refuse an --out that is the repository, the current folder or a folder that holds either."""
+    target = out.resolve()
+    for holder, what in ((root, "the repository"), (Path.cwd().resolve(), "the current folder")):
+        if holder is not None and holder.is_relative_to(target):
+            raise InputError(f"{out}: --out is {what} or a folder that holds it; choose a folder of its own")
+
+
+def _refuse_sources(out: Path, root: Path | None) -> None:
+    """Refuse an --out inside the folders that hold the repository's sources (a new, empty one too)."""
+    target = out.resolve()
+    if root is not None and target.is_relative_to(root) and target.relative_to(root).parts[0] in _SOURCE_FOLDERS:
+        top = target.relative_to(root).parts[0]
+        raise InputError(f"{out}: --out is inside {top}/, which holds the repository's sources; choose another")
+
+
+def check_output(out: Path) -> None:
+    """Refuse an output folder render must not replace, before any work is done."""
+    try:
+        if out.is_symlink() or (out.exists() and not out.is_dir()):
+            raise InputError(f"{out}: --out must be a folder, and this is a file")
+        root = _repository()
+        _refuse_holders(out, root)
+        if out.is_dir() and not _is_render_output(out):
+            raise InputError(f"{out}: the folder holds files render did not write; choose another --out or empty it")
+        _refuse_sources(out, root)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent)).rmdir()  # where the output is staged
+    except OSError as error:
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
+
+
+def write_rendered(environments: list[Environment], out: Path) -> None:
+    """Write every file into a temporary folder beside `out`, then put it in place: a failure leaves
+    no half-written output, and an existing `out` is only replaced when it is empty or an earlier render."""
+    check_output(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+    except OSError as error:
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
+    previous = staging.with_name(staging.name + "-previous")
+    try:
+        (staging / RENDER_MARKER).write_text(_MARKER_TEXT)
+        for environment in environments:
+            folder = staging / environment.name
+            folder.mkdir()
+            for kustomization in environment.kustomizations:
+                (folder / f"{kustomization.name}.yaml").write_text(dump(kustomization.objects))
+            if environment.cluster_config:
+                (folder / "eksctl.yaml").write_text(dump([environment.cluster_config]))
+        if out.exists():
+            out.rename(previous)  # put aside, removed once the new output is in place
+        staging.rename(out)
+    except OSError as error:
+        if previous.exists() and not out.exists():
+            previous.rename(out)
+        raise InputError(f"{out}: cannot write: {error.strerror}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(previous, ignore_errors=True)

@@ -1,0 +1,293 @@
+"""Render every environment: each Flux Kustomization's path and the eksctl overlay, once.
+
+validate and diff call `render_repository` and share its result instead of rendering again; the render
+command writes it out (output.py).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core import yaml_limits
+from ..core.errors import InputError
+from ..model import CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest
+from . import flux_build, flux_source, post_build, render_cache
+from .kustomize import KUSTOMIZATION_FILES
+
+# kustomize processes at once. Each one spends part of its life starting up and reading files,
+# so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
+# 24-environment fleet 10-30% faster than 2).
+RENDER_WORKERS = 2 * (os.cpu_count() or 1)
+# The Flux Kustomization `flux bootstrap` creates, and the GitRepository it reads: both flux-system.
+ROOT_NAME = "flux-system"
+# Where a child found after its parent's substitution sorts among the parent's children: after them.
+_AFTER_SUBSTITUTION = 10_000
+
+
+def environment_names(root: Path) -> list[str]:
+    clusters = root / "clusters"
+    if not clusters.is_dir():
+        raise InputError(f"{clusters}: no clusters/ folder; Flux is bootstrapped with --path=clusters/<env>")
+    return sorted(p.name for p in clusters.iterdir() if p.is_dir() and _has_manifests(p))
+
+
+def _has_manifests(folder: Path) -> bool:
+    return any(f.suffix in (".yaml", ".yml") for f in folder.rglob("*") if f.is_file())
+
+
+def root_kustomization(env: str) -> FluxKustomization:
+    """The Kustomization `flux bootstrap --path=clusters/<env>` creates (gotk-sync.yaml): it applies the
+    folder itself. Replaced by the repository's own copy when clusters/<env>/flux-system/ has one."""
+    doc = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": ROOT_NAME, "namespace": ROOT_NAME},
+        "spec": {
+            "interval": "10m0s",
+            "path": f"./clusters/{env}",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": ROOT_NAME},
+        },
+    }
+    manifest = Manifest(doc=doc, file=f"clusters/{env}", env=env, source=ROOT_NAME)
+    return FluxKustomization(manifest=manifest, path=f"clusters/{env}")
+
+
+def _key(manifest: Manifest) -> tuple[str, str]:
+    return manifest.namespace or ROOT_NAME, manifest.name
+
+
+def _entry(manifest: Manifest) -> FluxKustomization:
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    path = flux_build.repository_path(spec.get("path", ""), f"{manifest.file}: Kustomization {manifest.name!r}")
+    return FluxKustomization(
+        manifest=manifest,
+        path=path,
+        depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+    )
+
+
+def _follow(
+    environment: Environment, parent: FluxKustomization, walk: _Walk, wait: bool = True
+) -> list[FluxKustomization]:
+    """Take the Flux Kustomizations `parent` applies that build from this repository out of its objects,
+    as entries of their own (each once: a cycle or a repeat stays an object); return the new entries.
+
+    One whose spec.path holds a `${VAR}` is built from the path `parent`'s post-build substitution gives
+    it, as Flux applies it: with `wait` it stays an object until `parent` is substituted (walk.waiting);
+    without, a path still unknown then (only the cluster has its variable) leaves it an object."""
+    found, kept = [], []
+    seen = walk.seen[id(environment)]
+    for manifest in parent.objects:
+        if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest):
+            kept.append(manifest)
+            continue
+        key = _key(manifest)
+        if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0]:
+            parent.manifest = manifest  # the repository's own gotk-sync.yaml
+            continue
+        if key in seen or "${" in _spec_path(manifest):
+            if key not in seen and wait:
+                walk.waiting.append((environment, parent))
+            kept.append(manifest)
+            continue
+        seen.add(key)
+        entry = _entry(manifest)
+        environment.kustomizations.append(entry)
+        found.append(entry)
+    parent.objects = kept
+    return found
+
+
+def unfollowed(environment: Environment) -> list[str]:
+    """Notes on the Flux Kustomizations of this repository a render could not follow: their spec.path holds
+    a variable only the cluster has a value for, so what they apply is not rendered."""
+    notes = []
+    for kustomization in environment.kustomizations:
+        for manifest in kustomization.objects:
+            path = _spec_path(manifest)
+            if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest) or "${" not in path:
+                continue
+            if post_build.post_build(kustomization.manifest.doc) is None:
+                why = (
+                    f"is applied as written: Flux Kustomization {kustomization.name}, which applies it, has no "
+                    "spec.postBuild, so the path does not exist and the Kustomization fails"
+                )
+            else:
+                why = "is known only on the cluster (its variable has no value here)"
+            notes.append(
+                f"{environment.name}: Flux Kustomization {manifest.name}: spec.path {path!r} {why}; what it "
+                "applies is not rendered or checked"
+            )
+    return notes
+
+
+def _spec_path(manifest: Manifest) -> str:
+    spec = manifest.doc.get("spec") if isinstance(manifest.doc.get("spec"), dict) else {}
+    return str(spec.get("path") or "")
+
+
+@dataclass
+class _Walk:
+    """How far a render has followed each environment: the Flux Kustomizations it has taken (by
+    environment), each entry's place in depth-first order, and the parents whose children wait for
+    the parent's substitution."""
+
+    seen: dict[int, set] = field(default_factory=dict)
+    order: dict[int, tuple] = field(default_factory=dict)
+    waiting: list[tuple[Environment, FluxKustomization]] = field(default_factory=list)
+
+
+def render_repository(
+    root: Path, envs: list[str] | None = None, progress=None, skip_missing: bool = False
+) -> list[Environment]:
+    """Render the chosen environments (all by default), builds in parallel.
+
+    Each environment starts from what Flux applies from clusters/<env> (an entry named flux-system) and
+    follows every Flux Kustomization that builds from this repository. A Flux Kustomization whose path
+    does not exist is an input error, or with `skip_missing` is kept with no objects and `rendered`
+    False (validate reports it as a finding). Once all are built, Flux's post-build variable
+    substitution is applied (post_build.py).
+    """
+    names = envs or environment_names(root)
+    unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
+    if unknown:
+        raise InputError(f"unknown environment {unknown[0]!r}; known: {', '.join(environment_names(root))}")
+    environments = [Environment(name) for name in names]
+    # What Flux builds from (source-controller's artifact), and the checkout eksctl reads the overlays from.
+    workspaces = _Workspaces(flux_build.Workspace(root, artifact=flux_source.ArtifactFilter(root)))
+    try:
+        flux_build.check_paths(workspaces.flux)
+        jobs = []  # (environment, kustomization or None for eksctl, path)
+        for environment in environments:
+            entry = root_kustomization(environment.name)
+            environment.kustomizations = [entry]
+            jobs.append((environment, entry, entry.path))
+            if (root / "overlays" / environment.name / "eksctl").is_dir():
+                jobs.append((environment, None, f"overlays/{environment.name}/eksctl"))
+        eksctl = [path for _, kustomization, path in jobs if kustomization is None]
+        if eksctl:
+            workspaces.checkout = flux_build.Workspace(root)
+            flux_build.check_paths(workspaces.checkout, eksctl)
+        walk = _Walk()
+        _run_jobs(workspaces, jobs, progress, skip_missing, walk)
+        # Post-build substitution, then the children whose path it gives, until no new one appears.
+        substituted: set[int] = set()
+        while True:
+            for environment in environments:
+                post_build.substitute_environment(environment.kustomizations, substituted)
+            waiting, walk.waiting = list({id(p): (e, p) for e, p in walk.waiting}.values()), []
+            jobs = []
+            for environment, parent in waiting:
+                for index, entry in enumerate(_follow(environment, parent, walk, wait=False)):
+                    walk.order[id(entry)] = (*walk.order[id(parent)], _AFTER_SUBSTITUTION + index)
+                    jobs.append((environment, entry, entry.path))
+            if not jobs:
+                break
+            _run_jobs(workspaces, jobs, progress, skip_missing, walk)
+    finally:
+        workspaces.close()
+    return environments
+
+
+@dataclass
+class _Workspaces:
+    flux: flux_build.Workspace
+    checkout: flux_build.Workspace | None = None
+
+    def close(self) -> None:
+        for workspace in (self.flux, self.checkout):
+            if workspace is not None:
+                workspace.close()
+
+
+def check_aliases(workspace, path: str) -> None:
+    """Refuse an alias bomb among the files a build reads, before kustomize expands it (it takes about
+    24 GB to fail on one): one line naming the file."""
+    try:
+        files = render_cache.inputs([workspace.path / path])
+    except render_cache.Unfollowable:
+        return  # refused elsewhere (a remote base) or read by a tool at build time (a Helm chart)
+    for file in files:
+        try:
+            yaml_limits.check_file(file)
+        except yaml_limits.AliasLimitError as error:
+            raise InputError(f"{file.relative_to(workspace.path)}: {error}") from None
+
+
+def has_kustomization(workspace, path: str) -> bool:
+    return any((workspace.path / path / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
+def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool, walk: _Walk) -> None:
+    """Build every job in parallel; a Flux Kustomization that a build applies is built as soon as it is
+    found. Each environment's entries end in the order they were found (depth first)."""
+    stopping = threading.Event()
+    for environment, kustomization, _ in jobs:
+        walk.seen.setdefault(id(environment), {(ROOT_NAME, ROOT_NAME)})
+        walk.order.setdefault(id(kustomization), (0,))
+    order = walk.order
+
+    def run(job):
+        environment, kustomization, path = job
+        if stopping.is_set():
+            return []
+        workspace = workspaces.flux if kustomization is not None else workspaces.checkout
+        if kustomization is not None and not (workspace.path / path).is_dir():
+            if skip_missing:
+                kustomization.rendered = False
+                return []
+            left_out = workspace.left_out(path)
+            why = f"which is not in the artifact Flux builds from ({left_out})" if left_out else "which does not exist"
+            where = f"{kustomization.manifest.file}: Kustomization {kustomization.name!r}"
+            raise InputError(f"{where} points at {path!r}, {why}")
+        check_aliases(workspace, path)
+        source = kustomization.name if kustomization else "eksctl"
+        spec = kustomization.manifest.doc.get("spec") if kustomization else None
+        objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)
+        # A build that started as the user interrupted (its process missed the signal) ends unreported;
+        # so does clusters/<env> read as plain files (no build, done before any build starts).
+        plain = kustomization is not None and kustomization.name == ROOT_NAME and not has_kustomization(workspace, path)
+        if progress and not stopping.is_set() and not plain:
+            progress(f"{environment.name}/{source}: {path} -> {len(objects)} objects")
+        return objects
+
+    pool = ThreadPoolExecutor(max_workers=RENDER_WORKERS)
+    try:
+        pending = {pool.submit(run, job): job for job in jobs}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                environment, kustomization, _ = pending.pop(future)
+                objects = future.result()
+                if kustomization is None:
+                    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+                    environment.cluster_config = configs[0] if configs else None
+                    continue
+                kustomization.objects = objects
+                for index, entry in enumerate(_follow(environment, kustomization, walk)):
+                    order[id(entry)] = (*order[id(kustomization)], index)
+                    job = (environment, entry, entry.path)
+                    pending[pool.submit(run, job)] = job
+    except BaseException:
+        stopping.set()
+        raise
+    finally:
+        # On Ctrl-C (or a failed build) the builds not started yet are dropped, not run to the end.
+        pool.shutdown(wait=True, cancel_futures=True)
+    for environment in {id(e): e for e, _, _ in jobs}.values():
+        environment.kustomizations.sort(key=lambda k: order[id(k)])
+
+
+def repository_root(start: Path) -> Path:
+    """The nearest folder at or above `start` with a clusters/ folder: Flux is bootstrapped with
+    --path=clusters/<env>, and whatever else the repository holds (overlays/, or infrastructure/ and
+    apps/ as in fluxcd's examples) is reached from there."""
+    for candidate in (start, *start.parents):
+        if (candidate / "clusters").is_dir():
+            return candidate
+    raise InputError(f"{start}: not inside a Flux repository (no clusters/<env>/ folder above it)")

@@ -1,0 +1,96 @@
+"""The load stage: render the repository's environments, or build and read the named inputs, into
+scopes (one per environment) with their ClusterConfig and Kubernetes version."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..core.errors import InputError
+from ..facts import eks
+from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, read_file, relative
+from ..render import kustomize, platform, post_build
+from ..render import repository as render
+from .plan import Plan, check_readable
+
+
+def _cluster_config_from(path: Path, root: Path) -> Manifest:
+    check_readable(path)
+    objects = parse_stream(kustomize.build(path), relative(path, root)) if path.is_dir() else read_file(path, root)
+    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+    if len(configs) != 1:
+        raise InputError(f"{path}: --cluster-config needs exactly one eksctl ClusterConfig, found {len(configs)}")
+    return configs[0]
+
+
+def kubernetes_version_of(cluster_config: Manifest | None, override: str | None) -> tuple[str, str]:
+    """(version, where it came from)."""
+    if override:
+        return override, "--kubernetes-version"
+    if cluster_config is None:
+        return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default, as no ClusterConfig was given"
+    version = str(cluster_config.metadata.get("version", "") or "")
+    if version in ("", "auto"):
+        return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default for metadata.version auto"
+    if version == "latest":
+        return eks.SUPPORTED_KUBERNETES_VERSIONS[-1], "the newest EKS version this template knows"
+    return version, "the ClusterConfig"
+
+
+def _platform(root: Path) -> dict:
+    try:
+        return platform.load(root)
+    except InputError:
+        return {}
+
+
+def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress) -> Scope:
+    with ThreadPoolExecutor(max_workers=render.RENDER_WORKERS) as pool:
+        built = list(
+            pool.map(lambda folder: parse_stream(kustomize.build(folder), relative(folder, plan.root)), plan.builds)
+        )
+    objects = [m for group in built for m in group]
+    for file in plan.files:
+        # Local configuration (an environment's settings) is kustomize's input, never applied.
+        objects.extend(m for m in read_file(file, plan.root) if not m.local_config)
+    objects = [m for m in objects if m.group != KUSTOMIZE_CONFIG_GROUP]
+    configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
+    objects = [m for m in objects if m.group_kind != CLUSTER_CONFIG]
+    if len(configs) > 1 and override is None:
+        files = ", ".join(sorted({m.file for m in configs}))
+        raise InputError(
+            f"several ClusterConfigs among the inputs ({files}); "
+            "validate one environment at a time or give --cluster-config"
+        )
+    for manifest in objects:
+        manifest.env = plan.env
+    scope = Scope(plan.env, objects, override or (configs[0] if configs else None), platform=settings)
+    progress(f"read {len(objects)} objects from {len(plan.builds)} kustomizations and {len(plan.files)} files")
+    if not objects and scope.cluster_config is None:
+        raise InputError("nothing to validate: the inputs hold no Kubernetes objects")
+    return scope
+
+
+def load(
+    plan: Plan, cluster_config_path: Path | None, kubernetes_version: str | None, progress
+) -> tuple[list[Scope], list[list[str]]]:
+    """(one scope per environment, each one's notes: variables only the cluster fills in, where its
+    Kubernetes version came from)."""
+    settings = _platform(plan.root)
+    override = _cluster_config_from(cluster_config_path, plan.root) if cluster_config_path else None
+    notes: list[list[str]] = []
+    if plan.repository:
+        environments = render.render_repository(plan.root, plan.envs, progress=progress, skip_missing=True)
+        scopes = [
+            Scope(e.name, e.objects, override or e.cluster_config, e.kustomizations, complete=True, platform=settings)
+            for e in environments
+        ]
+        notes = [[*post_build.notes(e.name, e.kustomizations), *render.unfollowed(e)] for e in environments]
+    else:
+        scopes = [_read_inputs(plan, override, settings, progress)]
+        notes = [[]]
+    for scope, scope_notes in zip(scopes, notes, strict=True):
+        scope.kubernetes_version, origin = kubernetes_version_of(scope.cluster_config, kubernetes_version)
+        if origin != "the ClusterConfig":
+            scope_notes.append(f"{scope.env or 'inputs'}: Kubernetes {scope.kubernetes_version} ({origin})")
+    return scopes, notes

@@ -1,0 +1,183 @@
+"""An environment's validate results, kept by a hash of everything they depend on, so that a later run
+neither renders nor checks an environment that did not change.
+
+The key of an environment: render_cache.environment_fingerprint (every file its render reads: clusters/<env>,
+each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: this copy
+of the tools (every file of gitops_tools), platform.yaml, what decides what the render copies (.gitignore,
+the rules of Flux's artifact: every .sourceignore), the kustomize that builds, the schema files and the
+versions of the schema libraries, and the --kubernetes-version option. An environment whose render cannot be
+told offline (a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
+
+Entries live in the render cache's folder (GITOPS_RENDER_CACHE; `off` turns this off too). What is kept is
+what the report would print: messages and notes are masked when kept, while the secrets this run read are
+known, so a later run that does not render the environment prints nothing a masked run would not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from ..core.credentials import mask_text
+from ..core.errors import DEBUG_VARIABLE
+from ..render import kustomize, platform, render_cache
+from ..render.flux_build import listed_files
+from ..render.flux_source import ArtifactFilter, regular_file_bytes
+from ..schemas.store import SchemaStore
+from .runner import Reported, Result
+
+# Bump when what is kept changes shape, so older entries are never read.
+_FORMAT = "1"
+_PACKAGE = Path(__file__).resolve().parents[1]
+_LIBRARIES = ("jsonschema", "kubernetes-validate", "referencing", "PyYAML")
+STAGES = ("load", "schemas", "rules")
+
+
+@dataclass
+class Part:
+    """What one environment adds to a validate result."""
+
+    env: str
+    findings: list[Reported] = field(default_factory=list)
+    skipped: list[Reported] = field(default_factory=list)
+    notes: dict[str, list[str]] = field(default_factory=lambda: {stage: [] for stage in STAGES})
+    objects: int = 0
+
+    def masked(self) -> Part:
+        def mask(reported: Reported) -> Reported:
+            return replace(reported, message=mask_text(reported.message), reason=mask_text(reported.reason))
+
+        return Part(
+            self.env,
+            [mask(f) for f in self.findings],
+            [mask(f) for f in self.skipped],
+            {stage: [mask_text(n) for n in notes] for stage, notes in self.notes.items()},
+            self.objects,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "env": self.env,
+                "findings": [f.as_dict() for f in self.findings],
+                "skipped": [f.as_dict() for f in self.skipped],
+                "notes": self.notes,
+                "objects": self.objects,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Part:
+        data = json.loads(text)
+        return cls(
+            data["env"],
+            [Reported(**f) for f in data["findings"]],
+            [Reported(**f) for f in data["skipped"]],
+            {stage: list(data["notes"].get(stage, [])) for stage in STAGES},
+            int(data["objects"]),
+        )
+
+
+def merge(parts: list[Part], lint: Result) -> Result:
+    """One result: the lint findings, then each environment's, with notes in stage order."""
+    result = Result(findings=list(lint.findings), skipped=list(lint.skipped), notes=list(lint.notes))
+    for stage in STAGES:
+        for part in parts:
+            result.notes.extend(part.notes[stage])
+    for part in parts:
+        result.findings.extend(part.findings)
+        result.skipped.extend(part.skipped)
+        result.environments.append(part.env or "inputs")
+        result.objects += part.objects
+    return result
+
+
+@cache
+def _tools_digest() -> str:
+    digest = hashlib.sha256()
+    for file in sorted(_PACKAGE.rglob("*")):
+        if file.is_file() and "__pycache__" not in file.parts:
+            digest.update(str(file.relative_to(_PACKAGE)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _library_versions() -> str:
+    found = []
+    for name in _LIBRARIES:
+        try:
+            found.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name}=none")
+    return " ".join(found)
+
+
+def _file_identity(path: Path) -> str:
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"{path} absent"
+    return f"{path} {stat.st_size} {stat.st_mtime_ns}"
+
+
+class ResultsCache:
+    """Parts by environment for one repository and one set of options."""
+
+    def __init__(self, root: Path, schemas: SchemaStore, kubernetes_version: str | None):
+        self.root = root
+        self.store = render_cache.shared()
+        self.listed: frozenset[str] = frozenset()
+        if self.store is None:
+            self.identity = ""
+            return
+        self.listed = frozenset(listed_files(root))  # what the render copies: git's view, not the folder's
+        digest = hashlib.sha256(f"validate results {_FORMAT}\0".encode())
+        for part in (
+            _tools_digest(),
+            kustomize.builder(),
+            _library_versions(),
+            kubernetes_version or "",
+            os.environ.get(DEBUG_VARIABLE, ""),  # a rule that fails raises with it, rather than a finding
+            *(_file_identity(file) for file in schema_files(schemas)),
+        ):
+            digest.update(part.encode() + b"\0")
+        for name in (platform.FILE, ".gitignore"):
+            content = regular_file_bytes(root / name)
+            digest.update(name.encode() + b"\0" + (b"not a small regular file" if content is None else content) + b"\0")
+        digest.update(ArtifactFilter(root).identity().encode())  # what Flux's artifact leaves out
+        self.identity = digest.hexdigest()
+
+    def key(self, env: str) -> str | None:
+        if self.store is None:
+            return None
+        eksctl = self.root / "overlays" / env / "eksctl"
+        extra = [eksctl] if eksctl.is_dir() else []
+        fingerprint = render_cache.environment_fingerprint(self.root, self.root / "clusters" / env, extra, self.listed)
+        if fingerprint is None:
+            return None
+        return hashlib.sha256(f"{self.identity}\0{env}\0{fingerprint}".encode()).hexdigest()
+
+    def get(self, key: str | None) -> Part | None:
+        if key is None or self.store is None:
+            return None
+        text = self.store.read(key)
+        if text is None:
+            return None
+        try:
+            return Part.from_json(text)
+        except (ValueError, KeyError, TypeError):
+            return None  # from another version of the tools: checked again and replaced
+
+    def put(self, key: str | None, part: Part) -> None:
+        if key is not None and self.store is not None:
+            self.store.write(key, part.masked().to_json())
+
+
+def schema_files(store: SchemaStore) -> list[Path]:
+    """The files the schema stage reads for the pinned schema URLs (in the cache, once a run downloaded them)."""
+    return [store.path(url) for url in sorted(set(store.sources.values()))]

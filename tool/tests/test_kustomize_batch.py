@@ -1,0 +1,161 @@
+"""kustomize-batch (scripts/kustomize-batch): many builds in one process, the same bytes as a kustomize process
+per build, errors in one line, nothing read outside its root, no state carried from one build to the next."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from eks_gpu_gitops.core.errors import InputError
+from eks_gpu_gitops.render import kustomize
+
+REQUIRED = bool(os.environ.get("GITOPS_REQUIRE_KUSTOMIZE_BATCH"))
+BACKENDS = ["batch", "process"]
+
+
+@pytest.fixture
+def batch() -> Path:
+    binary = kustomize.batch_binary()
+    if binary is None:
+        if REQUIRED:
+            pytest.fail("GITOPS_REQUIRE_KUSTOMIZE_BATCH is set and no kustomize-batch is installed (make setup)")
+        pytest.skip("kustomize-batch is not installed (make setup builds it where Go is installed)")
+    return binary
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch) -> str:
+    """Each test once with kustomize-batch and once with a kustomize process per build."""
+    if request.param == "batch":
+        request.getfixturevalue("batch")
+    else:
+        monkeypatch.setenv(kustomize.BATCH_VARIABLE, "off")
+    return request.param
+
+
+def process_build(folder: Path) -> str:
+    return subprocess.run(
+        [*kustomize.command(), *kustomize.FLAGS, str(folder)], capture_output=True, text=True, check=True
+    ).stdout
+
+
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n"
+
+
+def overlays() -> list[Path]:
+    return sorted(p.parent for p in (REPO / "overlays").glob("*/*/kustomization.yaml") if p.parts[-3] != "base")
+
+
+def test_every_overlay_builds_to_the_same_bytes_as_a_kustomize_process(batch):
+    folders = overlays()
+    assert len(folders) >= 6  # dev and prod: eksctl, infrastructure, training
+    for folder in folders:
+        assert kustomize.build(folder, REPO) == process_build(folder), folder
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_a_failed_build_is_one_line_naming_the_missing_file(tmp_path, backend):
+    folder = write(tmp_path / "app", {"kustomization.yaml": "resources:\n  - missing.yaml\n"})
+    with pytest.raises(InputError) as raised:
+        kustomize.build(folder, tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"{folder}: kustomize build failed: ")
+    assert "missing.yaml" in message and "\n" not in message
+
+
+def test_nothing_outside_the_root_is_read(tmp_path, batch):
+    write(tmp_path, {"outside.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n"})
+    folder = write(tmp_path / "root" / "app", {"kustomization.yaml": "resources:\n  - ../../outside.yaml\n"})
+    with pytest.raises(InputError) as raised:
+        kustomize.build(folder, tmp_path / "root")
+    assert "outside.yaml" in str(raised.value) and "name: outside" not in str(raised.value)
+    assert "kind: ConfigMap" in kustomize.build(folder, tmp_path)  # inside the root it builds
+
+
+THING_HEADER = "apiVersion: example.io/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n  items:\n"
+THING = THING_HEADER + '    - id: a\n      value: "1"\n    - id: b\n      value: "1"\n'
+PATCH = THING_HEADER + '    - id: a\n      value: "2"\n'
+# A kustomization's own schema (its `openapi:` field): Thing's items merge by id. kyaml keeps it globally; a
+# kustomization without one must see the built-in schema, which knows no Thing, so its patch replaces the list.
+CUSTOM_SCHEMA = json.dumps(
+    {
+        "definitions": {
+            "io.example.v1.Thing": {
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "items": {
+                                "type": "array",
+                                "items": {"type": "object"},
+                                "x-kubernetes-patch-merge-key": "id",
+                                "x-kubernetes-patch-strategy": "merge",
+                            }
+                        },
+                    }
+                },
+                "x-kubernetes-group-version-kind": [{"group": "example.io", "kind": "Thing", "version": "v1"}],
+            }
+        }
+    }
+)
+
+
+def test_a_custom_openapi_schema_does_not_reach_the_next_build(tmp_path, batch):
+    files = {"thing.yaml": THING, "patch.yaml": PATCH}
+    listed = "resources:\n  - thing.yaml\npatches:\n  - path: patch.yaml\n"
+    custom = write(
+        tmp_path / "custom",
+        {**files, "schema.json": CUSTOM_SCHEMA, "kustomization.yaml": "openapi:\n  path: schema.json\n" + listed},
+    )
+    plain = write(tmp_path / "plain", {**files, "kustomization.yaml": listed})
+    merged, replaced = process_build(custom), process_build(plain)
+    assert "id: b" in merged and "id: b" not in replaced
+    for _ in range(3):
+        assert kustomize.build(custom, tmp_path) == merged
+        assert kustomize.build(plain, tmp_path) == replaced  # not merged by the schema of the build before
+
+
+def test_a_batch_that_stops_answering_is_one_line(tmp_path, monkeypatch):
+    stops = tmp_path / "stops"
+    stops.write_text("#!/bin/sh\nexit 3\n")
+    stops.chmod(0o755)
+    monkeypatch.setenv(kustomize.BATCH_VARIABLE, str(stops))
+    folder = write(tmp_path / "app", {"kustomization.yaml": "resources: []\n"})
+    with pytest.raises(InputError) as raised:
+        kustomize.build(folder, tmp_path)
+    assert "stopped answering" in str(raised.value) and f"{kustomize.BATCH_VARIABLE}=off" in str(raised.value)
+
+
+def test_a_configured_batch_that_does_not_exist_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv(kustomize.BATCH_VARIABLE, str(tmp_path / "nowhere"))
+    with pytest.raises(InputError, match="no such executable"):
+        kustomize.batch_binary()
+
+
+def test_the_render_cache_key_names_what_builds(monkeypatch, batch):
+    with_batch = kustomize.builder()
+    monkeypatch.setenv(kustomize.BATCH_VARIABLE, "off")
+    assert kustomize.builder() != with_batch
+    assert "(batch)" in with_batch and "(batch)" not in kustomize.builder()
+
+
+def test_a_batch_process_that_ended_while_idle_is_replaced(tmp_path, batch):
+    folder = write(tmp_path / "app", {"kustomization.yaml": "resources:\n  - cm.yaml\n", "cm.yaml": CONFIG_MAP})
+    first = kustomize.build(folder, tmp_path)
+    for process in list(kustomize._batch(batch).started):
+        process.kill()
+        process.wait()
+    assert kustomize.build(folder, tmp_path) == first

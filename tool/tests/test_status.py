@@ -1,0 +1,531 @@
+"""scripts/status against a real kube-apiserver: each check passing and failing on objects (and their
+status) created through the API, the whole prod environment ready, and the one-line input errors."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from conftest import REPO, SCHEMA_DIR, install_crds
+
+from eks_gpu_gitops.cli import status as status_command
+from eks_gpu_gitops.live import status
+from eks_gpu_gitops.live.cluster import connect
+from eks_gpu_gitops.render.repository import render_repository
+
+NOW = "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def prod():
+    return render_repository(REPO, ["prod"])[0]
+
+
+@pytest.fixture(scope="module")
+def api(own_control_plane):
+    from kubernetes import client
+
+    cluster = connect(kubeconfig=str(own_control_plane.kubeconfig))
+
+    class Apis:
+        pass
+
+    apis = Apis()
+    apis.cluster = cluster
+    apis.core, apis.apps = client.CoreV1Api(cluster.api), client.AppsV1Api(cluster.api)
+    apis.storage, apis.custom = client.StorageV1Api(cluster.api), client.CustomObjectsApi(cluster.api)
+    apis.extensions = client.ApiextensionsV1Api(cluster.api)
+    return apis
+
+
+@pytest.fixture()
+def namespace(api):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    api.core.create_namespace({"metadata": {"name": name}})
+    return name
+
+
+def add_node(api, name: str, labels: dict, allocatable: dict, ready: str = "True"):
+    api.core.create_node({"metadata": {"name": name, "labels": labels}})
+    condition = {"type": "Ready", "status": ready, "reason": "KubeletReady", "lastHeartbeatTime": NOW}
+    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", **allocatable}
+    api.core.patch_node_status(
+        name, {"status": {"allocatable": capacity, "capacity": capacity, "conditions": [condition]}}
+    )
+
+
+def group(name: str, instance: str, min_size: int, efa: bool = False) -> dict:
+    return {"name": name, "instanceType": instance, "minSize": min_size, "maxSize": 2, "efaEnabled": efa}
+
+
+# --- nodes per node group ----------------------------------------------------------------------------
+
+
+def test_a_p4d_group_whose_nodes_offer_8_gpus_and_4_efa_interfaces_is_ok(api):
+    label = {"alpha.eksctl.io/nodegroup-name": "gpu-ok"}
+    add_node(api, "gpu-ok-1", label, {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"})
+
+    check = status.check_node_group(group("gpu-ok", "p4d.24xlarge", 0, efa=True), api.core.list_node().items)
+
+    assert (check.status, check.check) == ("ok", "nodes gpu-ok")
+    assert check.message == "1 node(s) Ready (p4d.24xlarge, each nvidia.com/gpu 8, vpc.amazonaws.com/efa 4)"
+
+
+def test_a_managed_group_node_found_by_the_eks_label_missing_its_gpus_fails(api):
+    # EKS's own label for a managed group's nodes; the device plugin has not advertised the GPUs.
+    add_node(api, "gpu-bad-1", {"eks.amazonaws.com/nodegroup": "gpu-bad"}, {"vpc.amazonaws.com/efa": "4"})
+
+    check = status.check_node_group(group("gpu-bad", "p4d.24xlarge", 0, efa=True), api.core.list_node().items)
+
+    assert check.status == "fail"
+    assert "gpu-bad-1 nvidia.com/gpu 0/8" in check.message
+    assert "efa" not in check.message.split(": ", 1)[1]
+    assert check.fix
+
+
+def test_a_node_short_of_efa_interfaces_and_not_ready_fails(api):
+    add_node(api, "efa-bad-1", {"alpha.eksctl.io/nodegroup-name": "efa-bad"}, {"nvidia.com/gpu": "8"}, ready="False")
+
+    check = status.check_node_group(group("efa-bad", "p4d.24xlarge", 0, efa=True), api.core.list_node().items)
+
+    assert check.status == "fail"
+    assert check.message.endswith("efa-bad-1 not Ready; efa-bad-1 vpc.amazonaws.com/efa 0/4")
+
+
+def test_a_gpu_group_at_zero_nodes_that_scales_from_zero_is_ok_and_says_so(api):
+    check = status.check_node_group(group("idle-gpu", "g5.xlarge", 0), api.core.list_node().items)
+
+    assert (check.status, check.message) == ("ok", "0 nodes (g5.xlarge); the group scales from zero (minSize 0)")
+
+
+def test_a_group_at_zero_nodes_with_min_size_2_fails(api):
+    check = status.check_node_group(group("system-x", "m6i.xlarge", 2), api.core.list_node().items)
+
+    assert check.status == "fail"
+    assert check.message == "0 nodes labelled alpha.eksctl.io/nodegroup-name=system-x, minSize 2"
+    assert "--include=system-x" in check.fix
+
+
+# --- device plugin DaemonSets ------------------------------------------------------------------------
+
+
+def add_daemonset(api, namespace: str, name: str, desired: int, ready: int):
+    labels = {"app": name}
+    api.apps.create_namespaced_daemon_set(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+            },
+        },
+    )
+    counts = {"desiredNumberScheduled": desired, "currentNumberScheduled": desired, "numberReady": ready}
+    api.apps.patch_namespaced_daemon_set_status(name, namespace, {"status": {**counts, "numberMisscheduled": 0}})
+
+
+def test_a_device_plugin_daemonset_ready_on_every_node_is_ok(api, namespace):
+    add_daemonset(api, namespace, "nvidia-device-plugin-daemonset", desired=2, ready=2)
+
+    check = status.check_daemonset(api.apps, namespace, "nvidia-device-plugin-daemonset")
+
+    assert (check.status, check.message) == ("ok", "2/2 ready")
+
+
+def test_a_device_plugin_daemonset_not_ready_everywhere_fails(api, namespace):
+    add_daemonset(api, namespace, "aws-efa-k8s-device-plugin", desired=2, ready=1)
+
+    check = status.check_daemonset(api.apps, namespace, "aws-efa-k8s-device-plugin")
+
+    assert (check.status, check.message) == ("fail", "1/2 ready")
+    assert check.fix == f"kubectl -n {namespace} describe daemonset aws-efa-k8s-device-plugin"
+
+
+def test_a_missing_daemonset_fails(api, namespace):
+    check = status.check_daemonset(api.apps, namespace, "nvidia-device-plugin-daemonset")
+
+    assert (check.check, check.status, check.message) == (
+        f"daemonset {namespace}/nvidia-device-plugin-daemonset",
+        "fail",
+        "not found",
+    )
+
+
+# --- deployments (MPI operator, FSx CSI controller) ------------------------------------------------------
+
+
+def add_deployment(api, namespace: str, name: str, available: str):
+    labels = {"app": name}
+    api.apps.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+            },
+        },
+    )
+    condition = {"type": "Available", "status": available, "reason": "MinimumReplicas", "message": "replicas"}
+    replicas = 1 if available == "True" else 0
+    api.apps.patch_namespaced_deployment_status(
+        name,
+        namespace,
+        {
+            "status": {
+                "replicas": 1,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+                "conditions": [condition],
+            }
+        },
+    )
+
+
+def test_an_available_operator_deployment_is_ok(api, namespace):
+    add_deployment(api, namespace, "mpi-operator", "True")
+
+    check = status.check_deployment(api.apps, namespace, "mpi-operator", "fix")
+
+    assert (check.status, check.message) == ("ok", "1/1 available")
+
+
+def test_an_unavailable_fsx_controller_fails(api, namespace):
+    add_deployment(api, namespace, "fsx-csi-controller", "False")
+
+    check = status.check_deployment(api.apps, namespace, "fsx-csi-controller", "fix")
+
+    assert (check.status, check.message) == ("fail", "not Available: replicas")
+
+
+def test_a_missing_operator_deployment_fails_with_the_given_fix(api, namespace):
+    check = status.check_deployment(api.apps, namespace, "mpi-operator", "reconcile it")
+
+    assert (check.status, check.message, check.fix) == ("fail", "not found", "reconcile it")
+
+
+# --- the MPIJob CRD --------------------------------------------------------------------------------------
+
+
+def test_the_mpijob_crd_serving_v2beta1_is_ok(api):
+    check = status.check_mpijob_crd(api.extensions)
+
+    assert (check.check, check.status, check.message) == ("crd mpijobs.kubeflow.org", "ok", "v2beta1 served")
+
+
+def test_a_missing_mpijob_crd_fails(api, own_control_plane):
+    api.extensions.delete_custom_resource_definition(status.MPIJOB_CRD)
+    try:
+        deadline = time.monotonic() + 30
+        while any(c.metadata.name == status.MPIJOB_CRD for c in api.extensions.list_custom_resource_definition().items):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+        check = status.check_mpijob_crd(api.extensions)
+
+        assert (check.status, check.message) == ("fail", "not installed")
+    finally:
+        install_crds(own_control_plane, [SCHEMA_DIR / "crds" / "kubeflow.org_mpijobs.yaml"])
+
+
+# --- the FSx CSI driver, StorageClass and claim ----------------------------------------------------------
+
+
+def test_the_fsx_csi_driver_missing_fails_then_registered_is_ok(api):
+    missing = status.check_csi_driver(api.storage)
+    api.storage.create_csi_driver({"metadata": {"name": "fsx.csi.aws.com"}, "spec": {"attachRequired": False}})
+    registered = status.check_csi_driver(api.storage)
+    api.storage.delete_csi_driver("fsx.csi.aws.com")
+
+    assert (missing.status, missing.message) == ("fail", "not registered")
+    assert (registered.status, registered.message) == ("ok", "registered")
+
+
+def test_the_storage_class_missing_fails_then_present_is_ok(api):
+    name = f"fsx-{uuid.uuid4().hex[:6]}"
+    missing = status.check_storage_class(api.storage, name)
+    api.storage.create_storage_class({"metadata": {"name": name}, "provisioner": "fsx.csi.aws.com"})
+    present = status.check_storage_class(api.storage, name)
+
+    assert (missing.status, missing.message) == ("fail", "not found")
+    assert (present.status, present.message) == ("ok", "provisioner fsx.csi.aws.com")
+
+
+def add_claim(api, namespace: str, name: str, phase: str | None):
+    api.core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "fsx-lustre",
+                "resources": {"requests": {"storage": "1200Gi"}},
+            },
+        },
+    )
+    if phase:
+        api.core.patch_namespaced_persistent_volume_claim_status(name, namespace, {"status": {"phase": phase}})
+
+
+def test_a_bound_claim_is_ok(api, namespace):
+    add_claim(api, namespace, "fsx-training", "Bound")
+
+    check = status.check_claim(api.core, namespace, "fsx-training")
+
+    assert (check.check, check.status) == (f"claim {namespace}/fsx-training", "ok")
+
+
+def test_a_pending_claim_fails(api, namespace):
+    add_claim(api, namespace, "fsx-training", "Pending")
+
+    check = status.check_claim(api.core, namespace, "fsx-training")
+
+    assert (check.status, check.message) == ("fail", "Pending, not Bound")
+    assert check.fix == f"kubectl -n {namespace} describe pvc fsx-training"
+
+
+# --- Flux Kustomizations ---------------------------------------------------------------------------------
+
+
+def add_kustomization(api, namespace: str, name: str, ready: str | None, message: str = ""):
+    api.custom.create_namespaced_custom_object(
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        namespace,
+        "kustomizations",
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": name},
+            "spec": {
+                "interval": "10m",
+                "path": "./x",
+                "prune": True,
+                "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+            },
+        },
+    )
+    if ready:
+        condition = {"type": "Ready", "status": ready, "reason": "R", "message": message, "lastTransitionTime": NOW}
+        api.custom.patch_namespaced_custom_object_status(
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            namespace,
+            "kustomizations",
+            name,
+            {"status": {"conditions": [condition]}},
+        )
+
+
+def test_a_ready_kustomization_is_ok(api, namespace):
+    add_kustomization(api, namespace, "infrastructure", "True", "Applied revision: main@sha1:abc")
+
+    check = status.check_kustomization(api.custom, namespace, "infrastructure")
+
+    assert (check.status, check.message) == ("ok", "Ready: Applied revision: main@sha1:abc")
+
+
+def test_a_failed_kustomization_fails_with_flux_s_message(api, namespace):
+    add_kustomization(api, namespace, "training", "False", "dependency 'flux-system/infrastructure' is not ready")
+
+    check = status.check_kustomization(api.custom, namespace, "training")
+
+    assert (check.status, check.message) == ("fail", "not Ready: dependency 'flux-system/infrastructure' is not ready")
+    assert check.fix == f"flux reconcile kustomization training -n {namespace} --with-source"
+
+
+def test_a_kustomization_without_a_ready_condition_warns_and_a_missing_one_fails(api, namespace):
+    add_kustomization(api, namespace, "training", None)
+
+    waiting = status.check_kustomization(api.custom, namespace, "training")
+    missing = status.check_kustomization(api.custom, namespace, "infrastructure")
+
+    assert (waiting.status, waiting.message) == ("warn", "no Ready condition yet")
+    assert (missing.status, missing.message) == ("fail", "not found")
+
+
+def test_a_credential_in_flux_s_message_is_masked_in_text_and_json(api, namespace):
+    message = "failed to checkout: https://bot:hunter2-secret@git.example.com/team/repo.git: 401"
+    add_kustomization(api, namespace, "training", "False", message)
+    check = status.check_kustomization(api.custom, namespace, "training")
+
+    text, data = status.report([check], "text"), json.loads(status.report([check], "json"))
+
+    assert "hunter2" not in text and "hunter2" not in json.dumps(data)
+    assert text.startswith(f"fail kustomization {namespace}/training: not Ready: failed to checkout: https://bot:***@")
+    assert data[0]["message"] == "not Ready: failed to checkout: https://bot:***@git.example.com/team/repo.git: 401"
+
+
+def test_a_missing_kubeconfig_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+
+    assert status_command.main(["--env", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"status: no usable kubeconfig at {tmp_path / 'absent'}: ")
+    assert err.count("\n") == 1
+
+
+# --- MPIJobs ---------------------------------------------------------------------------------------------
+
+
+def add_mpijob(api, prod, namespace: str, condition: str, replica_statuses: dict):
+    [job] = [m.doc for m in prod.objects if m.kind == "MPIJob"]
+    doc = {**job, "metadata": {"name": job["metadata"]["name"]}}
+    api.custom.create_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", doc)
+    conditions = [{"type": condition, "status": "True", "reason": "R", "message": "m", "lastTransitionTime": NOW}]
+    api.custom.patch_namespaced_custom_object_status(
+        "kubeflow.org",
+        "v2beta1",
+        namespace,
+        "mpijobs",
+        doc["metadata"]["name"],
+        {"status": {"conditions": conditions, "replicaStatuses": replica_statuses}},
+    )
+    return doc["metadata"]["name"]
+
+
+def test_a_running_mpijob_is_ok_with_its_launcher_and_worker_phases(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Running", {"Launcher": {"active": 1}, "Worker": {"active": 2}})
+
+    check = status.check_mpijob(api.custom, namespace, name)
+
+    assert (check.status, check.message) == ("ok", "Running (launcher 1 active; worker 2 active)")
+
+
+def test_a_failed_mpijob_fails(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Failed", {"Launcher": {"failed": 1}, "Worker": {}})
+
+    check = status.check_mpijob(api.custom, namespace, name)
+
+    assert (check.status, check.message) == ("fail", "Failed: m (launcher 1 failed; worker none)")
+    assert check.fix == f"kubectl -n {namespace} logs job/{name}-launcher"
+
+
+def test_an_mpijob_not_on_the_cluster_warns(api, namespace):
+    check = status.check_mpijob(api.custom, namespace, "horovod-train")
+
+    assert check.status == "warn"
+
+
+# --- the whole environment, through the command ----------------------------------------------------------
+
+
+def make_prod_ready(api, prod):
+    api.core.create_namespace({"metadata": {"name": "training"}})
+    api.core.create_namespace({"metadata": {"name": "mpi-operator"}})
+    for index in (1, 2):
+        add_node(api, f"system-{index}", {"alpha.eksctl.io/nodegroup-name": "system"}, {})
+    add_daemonset(api, "kube-system", "nvidia-device-plugin-daemonset", 0, 0)
+    add_daemonset(api, "kube-system", "aws-efa-k8s-device-plugin", 0, 0)
+    add_deployment(api, "mpi-operator", "mpi-operator", "True")
+    add_deployment(api, "kube-system", "fsx-csi-controller", "True")
+    api.storage.create_csi_driver({"metadata": {"name": "fsx.csi.aws.com"}, "spec": {"attachRequired": False}})
+    api.storage.create_storage_class({"metadata": {"name": "fsx-lustre"}, "provisioner": "fsx.csi.aws.com"})
+    add_claim(api, "training", "fsx-training", "Bound")
+    for name in ("flux-system", "infrastructure", "training", "mpi-operator"):
+        add_kustomization(api, "flux-system", name, "True", "Applied revision: main@sha1:abc")
+    add_mpijob(api, prod, "training", "Running", {"Launcher": {"active": 1}, "Worker": {"active": 2}})
+
+
+def test_a_ready_prod_cluster_is_all_ok_then_a_lost_claim_fails_it(api, prod, own_control_plane, monkeypatch, capsys):
+    api.core.create_namespace({"metadata": {"name": "flux-system"}})
+    make_prod_ready(api, prod)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("KUBECONFIG", str(own_control_plane.kubeconfig))
+
+    code = status_command.main(["--env", "prod", "--format", "json"])
+    printed = capsys.readouterr()
+    checks = json.loads(printed.out or "[]")
+
+    assert (code, printed.err) == (0, "")
+    assert {c["status"] for c in checks} == {"ok"}
+    assert [c["check"] for c in checks] == [
+        "nodes system",
+        "nodes gpu",
+        "daemonset kube-system/aws-efa-k8s-device-plugin",
+        "daemonset kube-system/nvidia-device-plugin-daemonset",
+        "crd mpijobs.kubeflow.org",
+        "deployment mpi-operator/mpi-operator",
+        "csidriver fsx.csi.aws.com",
+        "deployment kube-system/fsx-csi-controller",
+        "storageclass fsx-lustre",
+        "claim training/fsx-training",
+        "kustomization flux-system/flux-system",
+        "kustomization flux-system/infrastructure",
+        "kustomization flux-system/mpi-operator",
+        "kustomization flux-system/training",
+        "mpijob training/horovod-train",
+    ]
+    assert set(checks[0]) == {"check", "status", "message", "fix"}
+
+    api.core.patch_namespaced_persistent_volume_claim_status("fsx-training", "training", {"status": {"phase": "Lost"}})
+    code = status_command.main(["--env", "prod"])
+    lines = capsys.readouterr().out.splitlines()
+
+    assert code == 1
+    assert [line for line in lines if not line.startswith("ok ")] == [
+        "fail claim training/fsx-training: Lost, not Bound (fix: kubectl -n training describe pvc fsx-training)"
+    ]
+
+
+# --- one-line input errors -------------------------------------------------------------------------------
+
+
+def test_an_unknown_environment_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+
+    code = status_command.main(["--env", "staging"])
+
+    assert code == 2
+    assert capsys.readouterr().err == "status: unknown environment 'staging'; known: dev, prod\n"
+
+
+def test_no_environment_named_with_two_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+
+    assert status_command.main([]) == 2
+    assert capsys.readouterr().err == "status: name the environment with --env; known: dev, prod\n"
+
+
+def test_an_unknown_context_is_one_line_and_exit_2(own_control_plane, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("KUBECONFIG", str(own_control_plane.kubeconfig))
+
+    assert status_command.main(["--env", "prod", "--context", "prod-eu"]) == 2
+    assert capsys.readouterr().err == (
+        f"status: unknown context 'prod-eu' in {own_control_plane.kubeconfig}; known: local\n"
+    )
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_2(own_control_plane, monkeypatch, capsys, tmp_path):
+    import yaml
+
+    config = yaml.safe_load(own_control_plane.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+
+    assert status_command.main(["--env", "prod"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("status: cannot reach the API server at https://127.0.0.1:1 (context 'local'): ")
+    assert err.count("\n") == 1
+
+
+def test_a_usage_error_through_scripts_status_is_one_line_and_exit_2():
+    import os
+    import subprocess
+
+    env = {**os.environ}
+    env.pop("GITOPS_DEBUG", None)
+    result = subprocess.run(
+        [str(REPO / "scripts" / "status"), "--format", "yaml"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("status: argument --format: invalid choice: 'yaml'")
+    assert result.stderr.endswith("(see --help)\n") and result.stderr.count("\n") == 1
