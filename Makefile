@@ -22,11 +22,12 @@ HELPER := tool/src/eks_gpu_gitops/_helper/kustomize-batch
 TOOL_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' tool/src/eks_gpu_gitops/__init__.py)
 WHEEL := dist/.built-$(TOOL_VERSION)
 
-.PHONY: help setup helper dist flux control-plane demo lint format test test-tool test-template bench clean
+.PHONY: help setup helper dist docs flux control-plane demo lint format test test-tool test-template bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/ and walk its loop: render, validate, a pull-request diff"
 	@echo "make dist          build the tool's wheel for this machine (with its Go helper) into dist/"
+	@echo "make docs          write the tool's generated documents again (rules, diff notices, commands)"
 	@echo "make lint          ruff check and ruff format --check over all Python (template, tool, generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
 	@echo "make test          lint, then the tool's tests (tool/tests), then the template's (tests/)"
@@ -59,6 +60,12 @@ $(WHEEL): $(BIN)/.installed $(shell git ls-files tool/src tool/helper tool/pypro
 	@ls dist/eks_gpu_gitops-*.whl
 	touch $@
 
+# The tool's generated reference documents (tool/tests/test_docs.py fails when one is stale).
+docs: setup
+	$(BIN)/eks-gpu-gitops validate --list-rules --format markdown > tool/docs/rules.md
+	$(BIN)/eks-gpu-gitops diff --list-notices --format markdown > tool/docs/diff-notices.md
+	$(BIN)/python -m eks_gpu_gitops.cli.reference > tool/docs/commands.md
+
 flux: $(FLUX)
 
 $(FLUX):
@@ -70,8 +77,9 @@ $(CONTROL_PLANE)/.built: tools/build-control-plane.sh tools/control-plane/kubern
 	tools/build-control-plane.sh $(CONTROL_PLANE)
 	touch $@
 
+# Schemas from SCHEMAS when that folder exists (no network here), else downloaded from their pinned URLs.
 demo: setup helper
-	$(BIN)/python tools/demo.py --out $(DEMO_DIR)
+	$(if $(wildcard $(SCHEMAS)),GITOPS_SCHEMA_DIR=$(SCHEMAS)) $(BIN)/python tools/demo.py --out $(DEMO_DIR)
 
 # One ruff cache at the top: a cache inside {{cookiecutter.project_slug}}/ would be baked into projects.
 RUFF := RUFF_CACHE_DIR=$(abspath .ruff_cache) $(BIN)/ruff

@@ -16,15 +16,23 @@ from pathlib import Path
 ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
 MACHINE_KEYS = ("_output_dir", "_repo_dir", "_checkout")
 TOOL_SOURCE = Path("tool") / "src"
+MISSING = "the template's hooks need the Python package {package}, which cookiecutter brings: reinstall cookiecutter"
 
 
 def template_dir() -> Path:
-    """The template's folder, found as the pre-generation hook finds it (its docstring says why)."""
+    """The template's folder: cookiecutter and cruft both run a hook while their own working folder is the
+    template (cookiecutter 2.7.1, hooks.py run_hook_from_repo_dir: work_in(repo_dir)), and only cookiecutter
+    names it in the answers (_repo_dir, relative when it was given so). The same function is in both hooks:
+    cookiecutter runs each from a temporary copy of its own, so they cannot share a module."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
-        return Path(os.readlink(f"/proc/{parent}/cwd"))
-    listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
-    return Path(next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), ""))
+        where = os.readlink(f"/proc/{parent}/cwd")
+    else:  # macOS: no /proc
+        listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
+        where = next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), "")
+    if not (Path(where) / TOOL_SOURCE).is_dir():
+        sys.exit(f"error: cannot find the template's tool/src, which the hooks load (looked in {where or 'nothing'})")
+    return Path(where)
 
 
 def template_commit(repo_dir: Path) -> str:
@@ -49,7 +57,10 @@ def record_answers(path: Path, repo_dir: Path) -> None:
 if __name__ == "__main__":
     template = template_dir()
     sys.path.insert(0, str(template / TOOL_SOURCE))
-    from eks_gpu_gitops.generate.bake import finish
+    try:
+        from eks_gpu_gitops.generate.bake import finish
+    except ModuleNotFoundError as error:
+        sys.exit(f"error: {MISSING.format(package=error.name)}")
 
     finish(Path("."), ANSWERS)
     record_answers(Path(".cruft.json"), template)

@@ -14,12 +14,14 @@ from pathlib import Path
 
 ANSWERS = json.loads(r"""{{ cookiecutter | jsonify }}""")
 TOOL_SOURCE = Path("tool") / "src"
+MISSING = "the template's hooks need the Python package {package}, which cookiecutter brings: reinstall cookiecutter"
 
 
 def template_dir() -> Path:
     """The template's folder: cookiecutter and cruft both run a hook while their own working folder is the
     template (cookiecutter 2.7.1, hooks.py run_hook_from_repo_dir: work_in(repo_dir)), and only cookiecutter
-    names it in the answers (_repo_dir, relative when it was given so)."""
+    names it in the answers (_repo_dir, relative when it was given so). The same function is in both hooks:
+    cookiecutter runs each from a temporary copy of its own, so they cannot share a module."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         where = os.readlink(f"/proc/{parent}/cwd")
@@ -27,13 +29,16 @@ def template_dir() -> Path:
         listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
         where = next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), "")
     if not (Path(where) / TOOL_SOURCE).is_dir():
-        sys.exit(f"error: cannot find the template's folder (looked in {where or 'nothing'}) to check the answers")
+        sys.exit(f"error: cannot find the template's tool/src, which the hooks load (looked in {where or 'nothing'})")
     return Path(where)
 
 
 def main() -> int:
     sys.path.insert(0, str(template_dir() / TOOL_SOURCE))
-    from eks_gpu_gitops.generate.answers import check_answers
+    try:
+        from eks_gpu_gitops.generate.answers import check_answers
+    except ModuleNotFoundError as error:
+        sys.exit(f"error: {MISSING.format(package=error.name)}")
 
     problems = check_answers(ANSWERS)
     if not problems:

@@ -1,7 +1,11 @@
-"""Shared fixtures: bake the template once per named option set, render it once."""
+"""Shared fixtures: bake the template once per named option set, render it once. REPO is the default bake,
+made when the tests start, for the tests of what every bake holds (its workflows). Bakes run the tool this
+environment has installed (the working copy of tool/, editable), as scripts/tool finds it through
+EKS_GPU_GITOPS."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -12,19 +16,35 @@ from pathlib import Path
 import pytest
 from cookiecutter.main import cookiecutter
 
-TEMPLATE = Path(__file__).resolve().parent.parent
-PACKAGE_DIR = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
-sys.path.insert(0, str(PACKAGE_DIR))
+from eks_gpu_gitops.render import platform
+from eks_gpu_gitops.render import repository as render
+from eks_gpu_gitops.schemas import checker as schemas
 
-from eks_gpu_gitops.render import platform  # noqa: E402
-from eks_gpu_gitops.render import repository as render  # noqa: E402
-from eks_gpu_gitops.schemas import checker as schemas  # noqa: E402
+TEMPLATE = Path(__file__).resolve().parent.parent
+TOOL = Path(sys.executable).with_name("eks-gpu-gitops")
+os.environ["EKS_GPU_GITOPS"] = str(TOOL)
 
 # Renders here, and the generated tools these tests run, use a render cache of this session's own.
 RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-template-test-render-cache-")
 os.environ["GITOPS_RENDER_CACHE"] = RENDER_CACHE
 
 SCHEMA_DIR = Path(os.environ.get("GITOPS_SCHEMA_DIR") or TEMPLATE.parent / "shared" / "schemas")
+
+
+TOOLS_CACHE = Path(os.environ.get("TOOLS_CACHE") or Path.home() / ".cache" / "gitops-template")
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@x",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@x",
+}
+
+
+def git(folder: Path, *args: str) -> str:
+    environment = {**os.environ, **GIT_IDENTITY}
+    return subprocess.run(
+        ["git", *args], cwd=folder, check=True, capture_output=True, text=True, env=environment
+    ).stdout
 
 
 def pytest_unconfigure(config):
@@ -60,9 +80,27 @@ def clean_copy(source: Path, destination: Path) -> Path:
     return destination
 
 
+_SCRATCH = Path(tempfile.mkdtemp(prefix="gitops-template-tests-"))
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+# The template as committed, and its default bake (what every test of a bake's fixed files reads).
+TEMPLATE_COPY = clean_copy(TEMPLATE, _SCRATCH / "template")
+REPO = Path(cookiecutter(str(TEMPLATE_COPY), no_input=True, output_dir=str(_SCRATCH / "default")))
+
+
 @pytest.fixture(scope="session")
-def template(tmp_path_factory) -> Path:
-    return clean_copy(TEMPLATE, tmp_path_factory.mktemp("template"))
+def template() -> Path:
+    return TEMPLATE_COPY
+
+
+@pytest.fixture(scope="session")
+def template_repo(tmp_path_factory, template) -> Path:
+    """The template as a Git repository, the way users reach it (cruft clones it)."""
+    repo = tmp_path_factory.mktemp("template-repo") / "template"
+    shutil.copytree(template, repo)
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "the template")
+    return repo
 
 
 class Bake:

@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from conftest import SCHEMA_DIR, TEMPLATE
-from eks_gpu_gitops.facts import catalog
-from eks_gpu_gitops.facts import eks
+from eks_gpu_gitops.facts import catalog, eks
 
 MATRIX = {
     "default": {},
@@ -122,7 +121,7 @@ def test_validates_clean(case):
     """The bake's own scripts/validate, as its CI runs it: lint, render, schemas and every rule."""
     bake, _ = case
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env.update(GITOPS_SCHEMA_DIR=str(SCHEMA_DIR), GITOPS_PYTHON=sys.executable)
+    env.update(GITOPS_SCHEMA_DIR=str(SCHEMA_DIR))
     result = subprocess.run(["scripts/validate"], cwd=bake.path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "0 errors, 0 warnings," in result.stdout + result.stderr, result.stdout[-4000:] + result.stderr[-4000:]

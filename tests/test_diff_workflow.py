@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+from conftest import REPO as REPOSITORY
+
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "diff.yaml"
 
 

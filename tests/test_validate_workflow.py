@@ -1,11 +1,13 @@
 """The pull-request validate workflow runs yamllint, ruff and validate with annotations on every
-pull request (actionlint and the workflow schema: test_workflows.py)."""
+pull request, with the pinned tool installed from pip's cache (actionlint and the workflow schema: the
+generated repository's own tests/test_workflows.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import yaml
+
 from conftest import REPO
 
 WORKFLOW = Path(".github") / "workflows" / "validate.yaml"
@@ -38,13 +40,18 @@ def test_a_change_that_touches_no_manifest_or_linted_file_skips_every_heavy_step
         assert steps[name]["if"] == "env.MANIFESTS == 'true' || env.LINTED == 'true'", name
     cache = steps["Cache the renders"]
     assert cache["with"]["path"] == "~/.cache/gitops-renders"
-    go = steps["actions/setup-go@v6"]  # for kustomize-batch, which make setup builds: only when something renders
-    assert go["if"] == "env.MANIFESTS == 'true'"
-    assert go["with"]["go-version-file"] == "scripts/kustomize-batch/go.mod"
-    assert (REPO / go["with"]["go-version-file"]).is_file() and (REPO / go["with"]["cache-dependency-path"]).is_file()
-    inputs = (
-        "${{ hashFiles('clusters/**', 'overlays/**', 'scripts/gitops_tools/**', 'scripts/kustomize-batch/**', "
-        "'platform.yaml') }}"
-    )
+    # The tool's wheel carries its Go helper: no Go step. The renders depend on the tool's pin.
+    assert not any(step.get("uses", "").startswith("actions/setup-go@") for step in job["steps"])
+    inputs = "${{ hashFiles('clusters/**', 'overlays/**', 'requirements.txt', 'platform.yaml') }}"
     assert cache["env"]["RENDER_INPUTS"] == inputs and cache["with"]["key"].endswith("-${{ env.RENDER_INPUTS }}")
     assert cache["with"]["restore-keys"].strip() in cache["with"]["key"]
+
+
+def test_installs_the_pinned_tool_with_pips_cache():
+    workflow = yaml.safe_load((REPO / WORKFLOW).read_text())
+    [job] = workflow["jobs"].values()
+    [python] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python@")]
+    assert python["with"]["cache"] == "pip" and python["with"]["cache-dependency-path"] == "requirements*.txt"
+    install = next(s for s in job["steps"] if s.get("name") == "Install the tooling")
+    assert install["run"] == "make setup"
+    assert "eks-gpu-gitops==" in (REPO / "requirements.txt").read_text()

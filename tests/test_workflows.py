@@ -1,45 +1,22 @@
-"""Every workflow passes actionlint, with shellcheck checking its scripts, and GitHub's workflow
-schema, and keeps to the rules they share: read-only tokens unless a job needs more, checkouts
-that keep no credentials, expressions passed to scripts only through `env`, no static AWS keys.
-The image workflow and the test workflow keep to their contracts; the diff and validate
-workflows have theirs in test_diff_workflow.py and test_validate_workflow.py.
-"""
+"""The template's workflows keep to their contracts: the jobs that may write and what, the image workflow's
+triggers, logins and builds, the test workflow's one command (the diff and validate workflows have theirs in
+test_diff_workflow.py and test_validate_workflow.py). What any workflow of a generated repository must keep to
+(actionlint with shellcheck, GitHub's schema, read-only tokens, no credentials) is the repository's own test,
+tests/test_workflows.py of the bake, which test_generated_repository.py runs."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from eks_gpu_gitops.generate.image_repository import resolve
 
 WORKFLOWS = REPO / ".github" / "workflows"
 ALL = sorted(WORKFLOWS.iterdir())
-
-
-def installed(name: str) -> str:
-    """A checker from the test extras (`make setup`): beside this interpreter, or on PATH."""
-    candidate = Path(sys.executable).with_name(name)
-    path = str(candidate) if candidate.is_file() else shutil.which(name)
-    assert path, f"{name} is missing; `make setup` installs it with the test extras"
-    return path
-
-
-def actionlint(workflow: Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    # Named explicitly: actionlint skips its shellcheck rule without a word when none is on PATH.
-    command = [installed("actionlint"), "-no-color", "-shellcheck", installed("shellcheck"), str(workflow)]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def schema(workflow: Path) -> subprocess.CompletedProcess:
-    command = [installed("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
 def load(name: str) -> dict:
@@ -66,49 +43,6 @@ def condition(item: dict) -> str:
     return " ".join(item["if"].split())
 
 
-@pytest.mark.parametrize("workflow", ALL, ids=lambda p: p.name)
-def test_passes_actionlint_with_shellcheck(workflow):
-    result = actionlint(workflow.relative_to(REPO))
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-@pytest.mark.parametrize("workflow", ALL, ids=lambda p: p.name)
-def test_passes_the_github_workflow_schema(workflow):
-    result = schema(workflow)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_actionlint_fails_a_script_that_shellcheck_flags(tmp_path):
-    workflow = tmp_path / ".github" / "workflows" / "greet.yaml"
-    workflow.parent.mkdir(parents=True)
-    workflow.write_text(
-        "on: push\njobs:\n  greet:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo $GREETING\n"
-    )
-    result = actionlint(workflow.relative_to(tmp_path), cwd=tmp_path)
-    assert result.returncode != 0 and "SC2086" in result.stdout, result.stdout + result.stderr
-
-
-def test_actionlint_and_the_schema_fail_a_misspelt_trigger(tmp_path):
-    broken = tmp_path / ".github" / "workflows" / "validate.yaml"
-    broken.parent.mkdir(parents=True)
-    broken.write_text((WORKFLOWS / "validate.yaml").read_text().replace("  pull_request:", "  pull_requests:"))
-    assert actionlint(broken.relative_to(tmp_path), cwd=tmp_path).returncode != 0
-    assert schema(broken).returncode != 0
-
-
-@pytest.mark.parametrize("workflow", ALL, ids=lambda p: p.name)
-def test_scripts_take_expressions_only_through_env(workflow):
-    # `${{ }}` in a script is pasted in before bash parses it: a branch name could run as code.
-    for each in steps(yaml.safe_load(workflow.read_text())):
-        assert "${{" not in each.get("run", ""), each.get("name", each["run"])
-
-
-@pytest.mark.parametrize("workflow", ALL, ids=lambda p: p.name)
-def test_checkouts_keep_no_credentials(workflow):
-    checkouts = uses(yaml.safe_load(workflow.read_text()), "actions/checkout")
-    assert all(c["with"]["persist-credentials"] is False for c in checkouts)
-
-
 def test_tokens_are_read_only_except_where_a_job_needs_more():
     writes = {}
     for path in ALL:
@@ -127,13 +61,6 @@ def test_tokens_are_read_only_except_where_a_job_needs_more():
         ("image.yaml", "push-ghcr"): {"packages"},
         ("image.yaml", "push-ecr"): {"id-token"},
     }
-
-
-def test_no_static_credentials():
-    for path in ALL:
-        text = path.read_text()
-        assert "aws-access-key-id" not in text and "aws-secret-access-key" not in text, path.name
-        assert text.count("secrets.") == text.count("secrets.GITHUB_TOKEN"), path.name
 
 
 IMAGE_PATHS = [
@@ -183,7 +110,7 @@ def test_image_resolve_outputs_what_image_repository_prints():
     resolve_job = load("image.yaml")["jobs"]["resolve"]
     assert set(resolve_job["outputs"]) == set(resolve("ghcr.io/org/trainer")) == {"image", "registry", "aws-region"}
     assert step(load("image.yaml"), "Read the image repository")["run"] == (
-        '.venv/bin/python -m gitops_tools.image_repository >> "$GITHUB_OUTPUT"'
+        'scripts/tool image-repository >> "$GITHUB_OUTPUT"'
     )
 
 

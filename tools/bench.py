@@ -55,8 +55,7 @@ SHAPES = (
 
 def grow(project: Path, environments: int) -> list[str]:
     """Add environments with scripts/new-environment (in this process) up to `environments`."""
-    sys.path.insert(0, str(project / "scripts"))
-    from eks_gpu_gitops.generate import new_environment
+    from eks_gpu_gitops.cli import new_environment
 
     names = sorted(p.name for p in (project / "clusters").iterdir() if p.is_dir())
     here = Path.cwd()
@@ -129,16 +128,12 @@ def floor(folders: list[Path]) -> tuple[float, float]:
 
 def checks_only(project: Path) -> float:
     """Seconds of validate's own work on a rendered fleet (this process renders it first)."""
-    sys.path.insert(0, str(project / "scripts"))
+    from eks_gpu_gitops.model import Scope
     from eks_gpu_gitops.render import platform
     from eks_gpu_gitops.render import repository as render
     from eks_gpu_gitops.render.locate import Locator
-    from eks_gpu_gitops.model import Scope
     from eks_gpu_gitops.schemas.checker import SchemaChecker, SchemaStore
-    from eks_gpu_gitops.validate import lint
-    from eks_gpu_gitops.validate import load
-    from eks_gpu_gitops.validate import pipeline
-    from eks_gpu_gitops.validate import plan
+    from eks_gpu_gitops.validate import lint, load, pipeline, plan
 
     environments = render.render_repository(project)
     start = time.perf_counter()
@@ -151,23 +146,28 @@ def checks_only(project: Path) -> float:
     ]
     for scope in scopes:
         scope.kubernetes_version, _ = load.kubernetes_version_of(scope.cluster_config, None)
-    checker = SchemaChecker(SchemaStore(settings["schemas"]))
+    checker = SchemaChecker(SchemaStore(platform.schema_sources(project)))
     pipeline.evaluate(scopes, checker, Locator(project), lint_findings=lint_findings)
     return time.perf_counter() - start
 
 
 def measure(project: Path, repeat: int) -> dict:
     from eks_gpu_gitops.render import repository as render
+    from eks_gpu_gitops.render.output import write_rendered
 
     folders = overlays(project)
     rendered = Path(tempfile.mkdtemp(prefix="bench-rendered-"))
     environments = render.render_repository(project)
-    render.write_rendered(environments, rendered / "out")
+    write_rendered(environments, rendered / "out")
     files = sorted(str(p) for p in (rendered / "out").rglob("*.yaml"))
     version = str(environments[0].cluster_config.doc["metadata"]["version"])
     checker = [str(Path(sys.executable).with_name("kubernetes-validate")), "--strict", "--quiet", "-k", version, *files]
     # Every run does all of its work: no render or result cache (tools/bench_cache.py measures those).
-    env = {**os.environ, "GITOPS_PYTHON": sys.executable, "GITOPS_RENDER_CACHE": "off"}
+    env = {
+        **os.environ,
+        "EKS_GPU_GITOPS": str(Path(sys.executable).with_name("eks-gpu-gitops")),
+        "GITOPS_RENDER_CACHE": "off",
+    }
     floors, validates, checkers, own = [], [], [], []
     for _ in range(repeat):
         floors.append(floor(folders))

@@ -45,7 +45,6 @@ CHANGED_ENV = "team-05"
 
 def overlay_folders(project: Path) -> list[Path]:
     """Every folder validate runs kustomize on (found by rendering once, without the cache)."""
-    sys.path.insert(0, str(project / "scripts"))
     from eks_gpu_gitops.render import kustomize
     from eks_gpu_gitops.render import repository as render
 
@@ -102,7 +101,12 @@ def batch_floor(folders: list[Path], binary: Path) -> tuple[float, float]:
 
 def timed(project: Path, command: list[str], cache: Path, **extra: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds with its children) of one command, a fresh process."""
-    env = {**os.environ, "GITOPS_PYTHON": sys.executable, "GITOPS_RENDER_CACHE": str(cache), **extra}
+    env = {
+        **os.environ,
+        "EKS_GPU_GITOPS": str(Path(sys.executable).with_name("eks-gpu-gitops")),
+        "GITOPS_RENDER_CACHE": str(cache),
+        **extra,
+    }
     # Python keeps compiled modules (__pycache__) unless told not to; a machine that sets this variable
     # would add compiling every module to every run, which no user's checkout pays after its first run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -132,7 +136,7 @@ def measure(project: Path, repeat: int) -> dict:
 
     binary = kustomize.batch_binary()
     if binary is None:
-        raise SystemExit("bench_cache: no kustomize-batch in the tooling environment (make kustomize-batch)")
+        raise SystemExit("bench_cache: the tool has no helper, kustomize-batch (make helper)")
     runs = {"floor": [], "batch": [], "cold": [], "warm": [], "cold_process": [], "diff": [], "diff_env": []}
     try:
         for index in range(repeat):

@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_DIR = "{{cookiecutter.project_slug}}"
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
+# The projects' scripts/<verb> run the tool this environment has installed (the working copy of tool/).
+os.environ["EKS_GPU_GITOPS"] = str(Path(sys.executable).with_name("eks-gpu-gitops"))
 _SKIPPED = shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache", "rendered", "data", "runs")
 _GIT = {
     "GIT_AUTHOR_NAME": "bench",
@@ -48,6 +50,9 @@ def bake(out: Path) -> Path:
     shutil.copy(ROOT / "cookiecutter.json", template)
     shutil.copytree(ROOT / "hooks", template / "hooks", ignore=_SKIPPED)
     shutil.copytree(ROOT / TEMPLATE_DIR, template / TEMPLATE_DIR, ignore=_SKIPPED)
+    # The hooks load the tool's generators from the template's tool/src.
+    source = ROOT / "tool" / "src"
+    shutil.copytree(source, template / "tool" / "src", ignore=shutil.ignore_patterns("__pycache__", "_helper"))
     subprocess.run(
         [str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
         check=True,
@@ -90,7 +95,6 @@ def timed(action) -> float:
 
 def measure(root: Path, repeat: int = 3) -> dict:
     """Render floor and diff time (seconds, best of `repeat`) for the git repository at `root`."""
-    sys.path.insert(0, str(root / "scripts"))
     from eks_gpu_gitops.cli.diff import main
     from eks_gpu_gitops.render.repository import render_repository
 

@@ -1,8 +1,11 @@
-"""`make demo`: bake the default project, render both environments, show what Flux applies.
+"""`make demo`: the loop a team lives in, on the default project: bake it, render what Flux applies, validate it,
+then a pull request and its diff.
 
-Runs the generated repository's own scripts/render with this template's tooling environment,
-then lists, per environment and Flux Kustomization in dependency order, the objects Flux
-would apply, and the GPU node group eksctl would create.
+    .venv/bin/python tools/demo.py [--out DIR]
+
+The project is baked into DIR (default demo/, which the template's .gitignore keeps out of its own history) as a
+Git repository of its own, and its scripts/<verb> run the tool this environment has installed (the working copy
+of tool/, as `make setup` installs it). Each step prints the command, then what it shows.
 """
 
 from __future__ import annotations
@@ -17,40 +20,27 @@ from pathlib import Path
 from cookiecutter.main import cookiecutter
 
 TEMPLATE = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"))
-
-from eks_gpu_gitops.render import repository as render  # noqa: E402
+GIT = ["git", "-c", "user.name=demo", "-c", "user.email=demo@example.com", "-c", "commit.gpgsign=false"]
 
 
-def in_dependency_order(kustomizations):
-    ordered, done = [], set()
-    pending = list(kustomizations)
-    while pending:
-        ready = [k for k in pending if set(k.depends_on) <= done] or pending[:1]
-        for k in ready:
-            ordered.append(k)
-            done.add(k.name)
-            pending.remove(k)
-    return ordered
+def step(title: str) -> None:
+    print(f"\n== {title}", flush=True)
 
 
-def show(environments) -> None:
-    for environment in environments:
-        config = environment.cluster_config.doc
-        gpu = next(g for g in config["managedNodeGroups"] if g["name"] == "gpu")
-        print(
-            f"\n== {environment.name}: cluster {config['metadata']['name']} (Kubernetes "
-            f"{config['metadata']['version']}, {config['metadata']['region']})"
-        )
-        print(
-            f"   eksctl GPU node group: {gpu['desiredCapacity']} x {gpu['instanceType']}"
-            f" in {', '.join(gpu['availabilityZones'])}, EFA {'on' if gpu.get('efaEnabled') else 'off'}"
-        )
-        for kustomization in in_dependency_order(environment.kustomizations):
-            after = f" (after {', '.join(kustomization.depends_on)})" if kustomization.depends_on else ""
-            print(f"   Flux Kustomization {kustomization.name}: ./{kustomization.path}{after}")
-            for manifest in kustomization.objects:
-                print(f"     - {manifest.resource}")
+def run(project: Path, *command: str, head: int | None = None, allowed: tuple[int, ...] = (0,)) -> str:
+    """Run a command in the project as a person would, print it and (the end of) what it printed."""
+    print(f"$ {' '.join(command)}", flush=True)
+    environment = {**os.environ, "EKS_GPU_GITOPS": str(Path(sys.executable).with_name("eks-gpu-gitops"))}
+    result = subprocess.run(list(command), cwd=project, env=environment, capture_output=True, text=True)
+    # What the command answers; its progress lines (stderr) only when it failed.
+    shown = (result.stdout if result.returncode in allowed else result.stdout + result.stderr).strip().splitlines()
+    for line in shown[:head]:
+        print(f"  {line}")
+    if head is not None and len(shown) > head:
+        print(f"  ... ({len(shown) - head} more lines)")
+    if result.returncode not in allowed:
+        sys.exit(f"demo: `{' '.join(command)}` exited with {result.returncode}")
+    return result.stdout
 
 
 def main() -> int:
@@ -61,12 +51,30 @@ def main() -> int:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+
+    step("Bake the default project (cookiecutter --no-input)")
     project = Path(cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out)))
-    print(f"baked the default project into {project}")
-    environment = dict(os.environ, GITOPS_PYTHON=sys.executable)
-    subprocess.run([str(project / "scripts" / "render")], cwd=project, env=environment, check=True)
-    show(render.render_repository(project))
-    print(f"\nrendered manifests: {project / 'rendered'}")
+    print(f"  {project}")
+    subprocess.run([*GIT, "init", "--quiet", "--initial-branch=main"], cwd=project, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*GIT, "commit", "--quiet", "-m", "as generated"], cwd=project, check=True)
+
+    step("Render what Flux applies to each environment, and what eksctl creates")
+    run(project, "scripts/render")
+
+    step("Validate every environment, as the validate workflow does on each pull request")
+    run(project, "scripts/validate", "--quiet")
+
+    step("A pull request: add a training job to dev (scripts/new-job), on a branch")
+    subprocess.run([*GIT, "checkout", "--quiet", "-b", "add-a-job"], cwd=project, check=True)
+    run(project, "scripts/new-job", "resnet-trial", "--env", "dev", "--workers", "1")
+    subprocess.run([*GIT, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*GIT, "commit", "--quiet", "-m", "dev: a trial job"], cwd=project, check=True)
+
+    step("What the pull request changes, as the diff workflow comments it")
+    run(project, "scripts/diff", "--base", "main", head=24)
+
+    print(f"\nThe project is in {project}; its README says what comes next (eksctl, flux bootstrap).")
     return 0
 
 

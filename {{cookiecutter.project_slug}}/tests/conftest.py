@@ -12,6 +12,13 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# The tool this repository's scripts/tool runs (the pinned one in .venv, else the one on PATH): copies made
+# for a test run the same one.
+TOOL = os.environ.get("EKS_GPU_GITOPS") or (
+    str(ROOT / ".venv" / "bin" / "eks-gpu-gitops")
+    if (ROOT / ".venv" / "bin" / "eks-gpu-gitops").is_file()
+    else shutil.which("eks-gpu-gitops") or ""
+)
 
 
 def environments() -> list[str]:
@@ -26,7 +33,12 @@ def settings(env: str) -> dict:
 def run(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess:
     """scripts/<verb> in `root`, as a person runs it."""
     return subprocess.run(
-        [str(root / "scripts" / verb), *args], cwd=root, capture_output=True, text=True, env=os.environ, timeout=600
+        [str(root / "scripts" / verb), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EKS_GPU_GITOPS": TOOL},
+        timeout=600,
     )
 
 
@@ -35,7 +47,9 @@ def copy(tmp_path) -> Path:
     """What the tool reads of this repository, copied so that a test can add to it."""
     target = tmp_path / "repository"
     for name in ("clusters", "overlays", "scripts", "trainer"):
-        shutil.copytree(ROOT / name, target / name, ignore=shutil.ignore_patterns(".venv", "data", "runs", "__pycache__"))
+        shutil.copytree(
+            ROOT / name, target / name, ignore=shutil.ignore_patterns(".venv", "data", "runs", "__pycache__")
+        )
     for name in ("platform.yaml", ".yamllint", ".gitignore", ".sourceignore", "README.md"):
         if (ROOT / name).is_file():
             shutil.copy2(ROOT / name, target / name)

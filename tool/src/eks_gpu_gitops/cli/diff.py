@@ -1,9 +1,9 @@
 """Show what a change does to the rendered manifests, per environment.
 
-    scripts/diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
-                 [--output FILE] [--markdown-output FILE] [--exit-code]
-    scripts/diff --list-notices [--format text|markdown|json]
-    scripts/diff --live [--env ENV]... [--kube-context CTX] [--format text|markdown|json]
+    eks-gpu-gitops diff --base REF [--head REF] [--format text|markdown|json] [--env ENV]...
+                        [--output FILE] [--markdown-output FILE] [--exit-code]
+    eks-gpu-gitops diff --list-notices [--format text|markdown|json]
+    eks-gpu-gitops diff --live [--env ENV]... [--kube-context CTX] [--format text|markdown|json]
 
 --live: what applying the working tree's environments would change on the cluster of the kubeconfig
 ($KUBECONFIG): each object's server-side apply dry run against the live object, and what Flux would

@@ -1,7 +1,7 @@
 """`eks-gpu-gitops VERB [ARGS]` (or `python -m eks_gpu_gitops VERB [ARGS]`): one command, a verb per job.
 
-A generated repository's scripts/VERB runs it from the repository's tooling environment. Importing a verb is
-the first thing that needs the tool's dependencies, so a missing one is reported here in one line, like every
+A generated repository's scripts/VERB runs it from the repository's .venv. Importing a verb is the first thing
+that needs the tool's dependencies, so a missing one is reported here in one line, like every
 error (conventions.py).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from importlib import metadata
 
 from .. import __version__
 from ..render.kustomize import HELPER
@@ -36,8 +37,16 @@ def usage() -> str:
 
 
 def version() -> str:
+    """The version, whether this install has its helper, and where the documentation of this version is."""
     helper = "with its helper (kustomize-batch)" if HELPER.is_file() else "without its helper: renders run kustomize"
-    return f"{PROG} {__version__}, {helper}"
+    lines = [f"{PROG} {__version__}, {helper}"]
+    try:
+        urls = dict(url.split(", ", 1) for url in metadata.metadata(PROG).get_all("Project-URL") or [])
+    except metadata.PackageNotFoundError:  # run from a source folder that is not installed
+        urls = {}
+    if "Source" in urls:
+        lines.append(f"documentation: {urls['Source']}/tree/v{__version__}/tool/docs")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,9 +1,9 @@
 """Validate manifests before Flux applies them: lint, render once, schemas, rules, report.
 
-    scripts/validate [PATH ...] [--env ENV] [--format text|json|github] [--cluster-config FILE]
-                     [--schema-dir DIR] [--kubernetes-version X.Y] [--strict] [--quiet]
-    scripts/validate --list-rules [--format text|json|markdown]
-    scripts/validate --server [--env ENV] [--context CTX] [--format text|json|github]
+    eks-gpu-gitops validate [PATH ...] [--env ENV] [--format text|json|github] [--cluster-config FILE]
+                            [--schema-dir DIR] [--kubernetes-version X.Y] [--strict] [--quiet]
+    eks-gpu-gitops validate --list-rules [--format text|json|markdown]
+    eks-gpu-gitops validate --server [--env ENV] [--context CTX] [--format text|json|github]
 
 --server dry-run applies every rendered object against the cluster of the kubeconfig ($KUBECONFIG)
 as Flux would (server-rejected, server-dropped-fields).

@@ -1,4 +1,4 @@
-"""Show what a change does to the rendered manifests: `scripts/diff --base REF [--head REF]`.
+"""Show what a change does to the rendered manifests: `diff --base REF [--head REF]`.
 
 Both refs are rendered once each (the base in a temporary git worktree), objects are paired
 per environment by API group, kind, namespace and name (an object that moves to another namespace

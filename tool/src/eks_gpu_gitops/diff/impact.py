@@ -8,7 +8,7 @@ the nodes can hold.
 - GPU node capacity: for each eksctl node group with a GPU instance type, maxSize x the
   type's GPUs (catalog.py). None when the ClusterConfig is missing or names an unknown type.
 
-Pod templates, node groups and quantities are read with the object model (gitops_tools/model),
+Pod templates, node groups and quantities are read with the object model (model/),
 so both tools count the same way.
 """
 

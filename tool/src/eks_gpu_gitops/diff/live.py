@@ -17,7 +17,7 @@ from .pairing import unified
 
 
 def live_report(envs: list[str] | None, context: str | None, lines: int = 3):
-    """scripts/diff --live: a diff Report of each environment's dry-run results against the live objects."""
+    """diff --live: a diff Report of each environment's dry-run results against the live objects."""
     root = repository_root(Path.cwd())
     environments = render_repository(root, envs)
     cluster = connect(context)

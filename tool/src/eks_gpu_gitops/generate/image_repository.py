@@ -2,7 +2,7 @@
 overlays/base/training/kustomization.yaml, and the registry it names, which decides how the
 workflow logs in (GHCR: the workflow's token; ECR: an IAM role assumed through GitHub's OIDC).
 
-    python -m gitops_tools.image_repository [--root DIR]
+    eks-gpu-gitops image-repository [--root DIR]   (scripts/tool image-repository in the image workflow)
 
 prints `image=...`, `registry=ghcr|ecr` and `aws-region=...` (empty for GHCR), one a line, the
 format of $GITHUB_OUTPUT. Any other registry is an error: the workflow has no way to log in to it

@@ -5,7 +5,7 @@
         [--fsx-s3-import-path P] [--delete-fsx-with-claim]
         [--capacity-reservation cr-... [--capacity-block]] [--spot]
 
-Answers are checked by the same code as the template's questions (gitops_tools.answers), with the
+Answers are checked by the same code as the template's questions (generate/answers.py), with the
 same messages; defaults come from platform.yaml (new_environment). The new environment is rendered
 in a scratch copy first; a refusal, or an environment that does not render, writes nothing.
 """

@@ -3,7 +3,7 @@ templates and containers with their resource requests, eksctl node groups, one e
 whole (`Scope`), MPI launch command lines and device plugins.
 
 Rules, diff and the generators share it, so they agree on what an object means. It imports no
-other part of gitops_tools but the facts (catalog, eks) and errors.
+other part of the tool but the facts (facts/: catalog, eks) and core/.
 """
 
 from .fields import integer, mapping, plural, quantity, sequence

@@ -48,7 +48,14 @@ def command() -> tuple[str, ...]:
         return ("kustomize", "build")
     if shutil.which("kubectl"):
         return ("kubectl", "kustomize")
-    raise InputError("neither kustomize nor kubectl is installed; install one of them (kubectl includes kustomize)")
+    why = (
+        f"{BATCH_VARIABLE} turns the helper off"
+        if os.environ.get(BATCH_VARIABLE, "").strip()
+        else "this install of eks-gpu-gitops has no helper (built from source without Go)"
+    )
+    raise InputError(
+        f"{why}, and neither kustomize nor kubectl is installed; install one of them (kubectl includes kustomize)"
+    )
 
 
 def has_kustomization(folder: Path) -> bool:

@@ -33,7 +33,7 @@ def _uses_other_capacity(scope: Scope) -> bool:
     "or move it to a node group with larger instances.",
     docs="""A pod's GPUs must all come from one node. The node group is the one the pod's nodeSelector,
       required node affinity and tolerations admit; GPU counts come from the instance catalogue
-      (`scripts/gitops_tools/catalog.py`).""",
+      (the tool's `facts/catalog.py`).""",
 )
 def gpu_request_exceeds_node(scope: Scope):
     for template in gpu_templates(scope):

@@ -146,7 +146,7 @@ def mpijob_replica_spec_invalid(scope: Scope):
     description="An mpirun or horovodrun command line is not options, then the program and its module",
     remediation="Write the launcher as mpirun, its options each with its operands (-np N, -x NAME[=value]), then "
     "the program and its module (python -m package.module) and the program's flags; the generators "
-    "write it this way (mpirun_command in scripts/gitops_tools/model/mpi.py).",
+    "write it this way (mpirun_command in the tool's model/mpi.py).",
     docs="""mpirun reads its options up to the first word that is not one, and starts that word as the program
       on every rank; what follows belongs to the program. A missing operand shifts everything after it: `-x`
       without a variable takes the program's name as one, and `python -m -x ...` makes Python fail on every

@@ -239,7 +239,7 @@ def dependency_cycle(scope: Scope):
     "source, add it to crd_providers in platform.yaml.",
     docs="""Without its CustomResourceDefinition the API server rejects the object ("no matches for kind")
       and the whole Kustomization fails. CRDs are found in the rendered output, in the remote sources listed
-      in `scripts/gitops_tools/rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
+      in the tool's `rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
       platform.yaml (entries `{url: <git or oci url>, provides: [group/Kind]}` or `{chart: <name>,
       provides: [...]}`). Flux's own kinds come from `flux bootstrap`.""",
 )

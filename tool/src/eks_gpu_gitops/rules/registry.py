@@ -3,7 +3,7 @@ plus a pure check function over one rendered environment (a `Scope`).
 
 A check yields `Finding`s without a rule id; `Rule.run` stamps each with the rule's own id, so no
 finding names a rule by a string. A check never decides whether a finding is suppressed, how severe
-it is in a given environment, or how it is printed: the runner (gitops_tools.validate.runner) does.
+it is in a given environment, or how it is printed: the runner (validate/runner.py) does.
 Rules of pipeline stages (yamllint, the schema check, the runner itself) have no check function;
 their stage makes findings with `Rule.finding`.
 """

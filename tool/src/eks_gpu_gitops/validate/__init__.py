@@ -2,5 +2,5 @@
 
 plan (what to read) -> lint (yamllint) and load (render, build, read) -> schemas -> rules (runner:
 run the catalogue, settle severity, suppression and source lines) -> report (output formats).
-pipeline ties the stages together; __main__ is the command line (`scripts/validate`).
+pipeline ties the stages together; server.py is `--server`; the command line is cli/validate.py.
 """

@@ -2,8 +2,8 @@
 neither renders nor checks an environment that did not change.
 
 The key of an environment: render_cache.environment_fingerprint (every file its render reads: clusters/<env>,
-each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: this copy
-of the tools (every file of gitops_tools), platform.yaml, what decides what the render copies (.gitignore,
+each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: the
+tool's own code (every .py file of eks_gpu_gitops), platform.yaml, what decides what the render copies (.gitignore,
 the rules of Flux's artifact: every .sourceignore), the kustomize that builds, the schema files and the
 versions of the schema libraries, and the --kubernetes-version option. An environment whose render cannot be
 told offline (a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
@@ -100,9 +100,10 @@ def merge(parts: list[Part], lint: Result) -> Result:
 
 @cache
 def _tools_digest() -> str:
+    """The tool's own Python: the helper is in the key already, as the render cache names what builds."""
     digest = hashlib.sha256()
-    for file in sorted(_PACKAGE.rglob("*")):
-        if file.is_file() and "__pycache__" not in file.parts:
+    for file in sorted(_PACKAGE.rglob("*.py")):
+        if "__pycache__" not in file.parts:
             digest.update(str(file.relative_to(_PACKAGE)).encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -1,4 +1,4 @@
-"""The schema stage: every object of every scope against its strict schema (gitops_tools.schemas)."""
+"""The schema stage: every object of every scope against its strict schema (schemas/checker.py)."""
 
 from __future__ import annotations
 

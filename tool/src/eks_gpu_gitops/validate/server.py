@@ -70,7 +70,7 @@ def findings(runs: list[Run], locator=None) -> Result:
 
 
 def validate_server(envs: list[str] | None, context: str | None, progress=lambda line: None) -> Result:
-    """scripts/validate --server: render, connect, dry-run apply each environment."""
+    """validate --server: render, connect, dry-run apply each environment."""
     root = repository_root(Path.cwd())
     environments = render_repository(root, envs)
     cluster = connect(context)
