@@ -104,7 +104,8 @@ test-tool: setup
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tool/tests
 
 test-template: setup
-	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) TOOLS_CACHE=$(TOOLS_CACHE) \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: setup helper
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
