@@ -27,9 +27,13 @@ def template_dir() -> Path:
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         where = os.readlink(f"/proc/{parent}/cwd")
-    else:  # macOS: no /proc
-        listed = subprocess.run(["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"], capture_output=True, text=True)
-        where = next((line[1:] for line in listed.stdout.splitlines() if line.startswith("n")), "")
+    else:  # macOS: no /proc; lsof comes with it
+        command = ["lsof", "-a", "-p", str(parent), "-d", "cwd", "-Fn"]
+        try:
+            listed = subprocess.run(command, capture_output=True, text=True).stdout
+        except OSError:
+            listed = ""
+        where = next((line[1:] for line in listed.splitlines() if line.startswith("n")), "")
     if not (Path(where) / TOOL_SOURCE).is_dir():
         sys.exit(f"error: cannot find the template's tool/src, which the hooks load (looked in {where or 'nothing'})")
     return Path(where)

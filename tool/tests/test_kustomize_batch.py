@@ -1,4 +1,4 @@
-"""kustomize-batch (scripts/kustomize-batch): many builds in one process, the same bytes as a kustomize process
+"""The helper, kustomize-batch (tool/helper): many builds in one process, the same bytes as a kustomize process
 per build, errors in one line, nothing read outside its root, no state carried from one build to the next."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def batch() -> Path:
     binary = kustomize.batch_binary()
     if binary is None:
         if REQUIRED:
-            pytest.fail("GITOPS_REQUIRE_KUSTOMIZE_BATCH is set and no kustomize-batch is installed (make setup)")
-        pytest.skip("kustomize-batch is not installed (make setup builds it where Go is installed)")
+            pytest.fail("GITOPS_REQUIRE_KUSTOMIZE_BATCH is set and the tool has no helper (make helper)")
+        pytest.skip("the tool has no helper, kustomize-batch (make helper builds it where Go is installed)")
     return binary
 
 
