@@ -21,6 +21,9 @@ from eks_gpu_gitops.render import repository as render
 from eks_gpu_gitops.schemas import checker as schemas
 
 TEMPLATE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TEMPLATE / "tools"))
+from committed import committed_copy  # noqa: E402
+
 TOOL = Path(sys.executable).with_name("eks-gpu-gitops")
 os.environ["EKS_GPU_GITOPS"] = str(TOOL)
 
@@ -56,34 +59,10 @@ def pytest_configure(config):
         raise pytest.UsageError(f"no upstream schemas at {SCHEMA_DIR}; set GITOPS_SCHEMA_DIR")
 
 
-def clean_copy(source: Path, destination: Path) -> Path:
-    """The template as it would be committed: tracked and not-ignored files only, so local
-    virtual environments, caches and demo output never reach a bake."""
-    if not (source / ".git").exists():
-        return source
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=source,
-            check=True,
-            capture_output=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, listed):
-        path = source / name
-        if path.is_file():
-            target = destination / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
-    return destination
-
-
 _SCRATCH = Path(tempfile.mkdtemp(prefix="gitops-template-tests-"))
 atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 # The template as committed, and its default bake (what every test of a bake's fixed files reads).
-TEMPLATE_COPY = clean_copy(TEMPLATE, _SCRATCH / "template")
+TEMPLATE_COPY = committed_copy(TEMPLATE, _SCRATCH / "template")
 REPO = Path(cookiecutter(str(TEMPLATE_COPY), no_input=True, output_dir=str(_SCRATCH / "default")))
 
 

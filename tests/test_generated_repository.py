@@ -116,9 +116,9 @@ def test_its_own_make_test_passes(project, dist, wheelhouse):
 
 
 def scale_workers(project: Path, env: str, workers: int) -> None:
-    """The README's scaling pull request, by hand (with the tool's own round-trip YAML editor, so that only the
-    figures change): workers, the group's maximum, -np, and the queue's GPU flavor quota for what the larger
-    group holds (every figure grows in proportion)."""
+    """The scaling pull request docs/ci.md describes, by hand (with the tool's own round-trip YAML editor, so
+    that only the figures change): workers, the group's maximum, -np, and the queue's GPU flavor quota for what
+    the larger group holds (every figure grows in proportion)."""
 
     def change(settings: dict) -> None:
         before = settings["training"]["workers"]

@@ -20,12 +20,6 @@ from cookiecutter.main import cookiecutter
 from conftest import TEMPLATE, git
 
 TIMEOUT = 600  # seconds: far above what a bake or an install takes, against a hang only
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@x",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@x",
-}
 ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
 
 

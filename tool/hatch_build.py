@@ -45,11 +45,15 @@ class HelperBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel" or version == "editable":
             return
-        target = os.environ.get(PLATFORM_VARIABLE) or this_platform()
-        if target not in PLATFORMS:
-            raise SystemExit(f"{PLATFORM_VARIABLE}={target}: no wheel for it; one of {', '.join(PLATFORMS)}")
+        asked = os.environ.get(PLATFORM_VARIABLE)
+        if asked and asked not in PLATFORMS:
+            raise ValueError(f"{PLATFORM_VARIABLE}={asked}: no wheel is made for it; one of {', '.join(PLATFORMS)}")
+        target = asked or this_platform()
         build_data["pure_python"] = False
-        build_data["tag"] = f"py3-none-{PLATFORMS[target]}"
+        if target in PLATFORMS:
+            build_data["tag"] = f"py3-none-{PLATFORMS[target]}"
+        else:  # a source install elsewhere (ppc64le, FreeBSD...): this interpreter's own tag, Go's own target
+            build_data["infer_tag"] = True
         go = shutil.which("go")
         if go is None:
             self.app.display_warning(
@@ -59,8 +63,9 @@ class HelperBuildHook(BuildHookInterface):
             return
         self._output = Path(tempfile.mkdtemp(prefix="eks-gpu-gitops-helper-"))
         binary = self._output / HELPER
-        goos, goarch = target.split("-")
-        environment = {**os.environ, "CGO_ENABLED": "0", "GOOS": goos, "GOARCH": goarch}
+        environment = {**os.environ, "CGO_ENABLED": "0"}
+        if target in PLATFORMS:
+            environment["GOOS"], environment["GOARCH"] = target.split("-")
         self.app.display_info(f"eks-gpu-gitops: building {HELPER} for {target} with Go")
         subprocess.run(
             [go, "build", "-trimpath", "-ldflags=-s -w", "-o", str(binary), "."],

@@ -163,11 +163,7 @@ def measure(project: Path, repeat: int) -> dict:
     version = str(environments[0].cluster_config.doc["metadata"]["version"])
     checker = [str(Path(sys.executable).with_name("kubernetes-validate")), "--strict", "--quiet", "-k", version, *files]
     # Every run does all of its work: no render or result cache (tools/bench_cache.py measures those).
-    env = {
-        **os.environ,
-        "EKS_GPU_GITOPS": str(Path(sys.executable).with_name("eks-gpu-gitops")),
-        "GITOPS_RENDER_CACHE": "off",
-    }
+    env = {**os.environ, "GITOPS_RENDER_CACHE": "off"}
     floors, validates, checkers, own = [], [], [], []
     for _ in range(repeat):
         floors.append(floor(folders))

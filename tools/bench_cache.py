@@ -101,12 +101,7 @@ def batch_floor(folders: list[Path], binary: Path) -> tuple[float, float]:
 
 def timed(project: Path, command: list[str], cache: Path, **extra: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds with its children) of one command, a fresh process."""
-    env = {
-        **os.environ,
-        "EKS_GPU_GITOPS": str(Path(sys.executable).with_name("eks-gpu-gitops")),
-        "GITOPS_RENDER_CACHE": str(cache),
-        **extra,
-    }
+    env = {**os.environ, "GITOPS_RENDER_CACHE": str(cache), **extra}
     # Python keeps compiled modules (__pycache__) unless told not to; a machine that sets this variable
     # would add compiling every module to every run, which no user's checkout pays after its first run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -29,12 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from committed import committed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE_DIR = "{{cookiecutter.project_slug}}"
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 # The projects' scripts/<verb> run the tool this environment has installed (the working copy of tool/).
 os.environ["EKS_GPU_GITOPS"] = str(Path(sys.executable).with_name("eks-gpu-gitops"))
-_SKIPPED = shutil.ignore_patterns(".venv", "__pycache__", ".pytest_cache", "rendered", "data", "runs")
 _GIT = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -44,15 +44,8 @@ _GIT = {
 
 
 def bake(out: Path) -> Path:
-    """The default project, baked from a copy of the template without build folders (fast)."""
-    template = out / "template"
-    template.mkdir(parents=True)
-    shutil.copy(ROOT / "cookiecutter.json", template)
-    shutil.copytree(ROOT / "hooks", template / "hooks", ignore=_SKIPPED)
-    shutil.copytree(ROOT / TEMPLATE_DIR, template / TEMPLATE_DIR, ignore=_SKIPPED)
-    # The hooks load the tool's generators from the template's tool/src.
-    source = ROOT / "tool" / "src"
-    shutil.copytree(source, template / "tool" / "src", ignore=shutil.ignore_patterns("__pycache__", "_helper"))
+    """The default project, baked from a copy of the template as it would be committed."""
+    template = committed_copy(ROOT, out / "template")
     subprocess.run(
         [str(COOKIECUTTER), "--no-input", str(template), "-o", str(out), "project_slug=fleet"],
         check=True,

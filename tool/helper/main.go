@@ -1,9 +1,10 @@
 // kustomize-batch builds many kustomizations in one process, the way kustomize-controller builds one.
 //
-// scripts/ starts one per core when it is installed (`make setup` builds it where Go is installed) and
-// sends it one request per line on stdin, {"root": DIR, "path": DIR}; it answers each with one line on
-// stdout, {"yaml": "..."} or {"error": "..."}, and exits when stdin closes. Without it, scripts/ runs one
-// `kustomize build` process per folder, and on a fleet most of that time goes into starting kubectl.
+// The tool (eks_gpu_gitops/render/kustomize.py) starts one per core, from its wheel, where every platform wheel
+// carries it (hatch_build.py builds it), and sends it one request per line on stdin, {"root": DIR, "path": DIR};
+// it answers each with one line on stdout, {"yaml": "..."} or {"error": "..."}, and exits when stdin closes.
+// Without it, the tool runs one `kustomize build` process per folder, and on a fleet most of that time goes
+// into starting kubectl.
 //
 // Each build is what kustomize-controller v1.9.4 does (internal/controller/kustomization_controller.go,
 // build): fluxcd/pkg/kustomize v1.35.4 SecureBuild(root, path, false), which reads only below root

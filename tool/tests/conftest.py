@@ -23,28 +23,21 @@ from eks_gpu_gitops.schemas.checker import SCHEMA_DIR_VARIABLE, SchemaChecker, S
 
 TESTS = Path(__file__).resolve().parent
 TEMPLATE = TESTS.parent.parent
+sys.path.insert(0, str(TEMPLATE / "tools"))
+from committed import committed_copy  # noqa: E402  (the template as it would be committed)
+
 # The tool as a user's scripts/<verb> runs it (scripts/tool): this environment's console command.
 TOOL = Path(sys.executable).with_name("eks-gpu-gitops")
 os.environ["EKS_GPU_GITOPS"] = str(TOOL)
 
 
 def _bake() -> Path:
-    """The template's default project, baked from what git would commit of this checkout (no virtual
-    environments or caches of the trainer folder), into a folder removed when the tests end."""
+    """The template's default project, baked from what git would commit of this checkout, into a folder removed
+    when the tests end."""
     where = Path(tempfile.mkdtemp(prefix="eks-gpu-gitops-tests-"))
     atexit.register(shutil.rmtree, where, ignore_errors=True)
-    source = where / "template"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=TEMPLATE,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for name in filter(None, (os.fsdecode(n) for n in listed)):
-        if (TEMPLATE / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(TEMPLATE / name, source / name)
-    return Path(cookiecutter(str(source), no_input=True, output_dir=str(where / "bake")))
+    template = committed_copy(TEMPLATE, where / "template")
+    return Path(cookiecutter(str(template), no_input=True, output_dir=str(where / "bake")))
 
 
 REPO = _bake()
@@ -100,9 +93,9 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "t",
     "GIT_COMMITTER_EMAIL": "t@example.com",
 }
-# What the scripts read and write, without what `make setup` and the trainer leave behind.
+# What the tool reads and writes, without what `make setup` and the trainer leave behind.
 COMMITTED = ("clusters", "overlays", "scripts", "trainer", "platform.yaml", ".yamllint", ".gitignore", "README.md")
-NOT_COMMITTED = shutil.ignore_patterns("flux-system", "__pycache__", "*.egg-info", ".venv", "data", "runs")
+NOT_COMMITTED = shutil.ignore_patterns("flux-system", "__pycache__", ".venv", "data", "runs")
 
 
 def git(repo: Path, *args: str) -> str:

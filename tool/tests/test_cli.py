@@ -9,13 +9,16 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import broken_tool, git
 
+from eks_gpu_gitops import __version__
 from eks_gpu_gitops.cli import conventions as cli
+from eks_gpu_gitops.render.kustomize import HELPER
 
 VERBS = ("render", "validate", "diff", "new-environment", "new-job", "status", "simulate")
 
@@ -291,3 +294,22 @@ def test_ci_changes_tells_ci_what_a_change_touches(repo, changed, expected):
     assert (result.returncode, result.stdout) == (0, expected), result.stderr
     unknown = subprocess.run([str(repo / "scripts" / "ci-changes"), "no-such-ref"], cwd=repo, capture_output=True)
     assert unknown.stdout == b"MANIFESTS=true\nLINTED=true\n"
+
+
+@pytest.mark.parametrize(
+    "batch, said",
+    [
+        ("", "with its helper (kustomize-batch)"),
+        ("off", "GITOPS_KUSTOMIZE_BATCH=off: renders run kustomize"),
+        ("/no/such/helper", "renders fail: GITOPS_KUSTOMIZE_BATCH=/no/such/helper: no such executable"),
+    ],
+    ids=["helper", "off", "missing"],
+)
+def test_version_says_what_renders(batch, said):
+    if not HELPER.is_file() and not os.environ.get("GITOPS_REQUIRE_KUSTOMIZE_BATCH"):
+        pytest.skip("the tool has no helper (make helper)")
+    env = {**environment(), "GITOPS_KUSTOMIZE_BATCH": batch}
+    result = subprocess.run(
+        [sys.executable, "-m", "eks_gpu_gitops", "--version"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and result.stdout.splitlines()[0].startswith(f"eks-gpu-gitops {__version__}, {said}")

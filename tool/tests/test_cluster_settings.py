@@ -137,7 +137,7 @@ def test_bad_input_is_one_line_and_writes_nothing(args, message):
 
 
 def test_without_the_aws_cli_it_asks_for_the_values(tmp_path):
-    bin_dir = tmp_path / "bin"  # what scripts/run-tool and the render need, and no aws
+    bin_dir = tmp_path / "bin"  # what scripts/tool and the render need, and no aws
     bin_dir.mkdir()
     for name in ("bash", "env", "dirname", "kubectl", "kustomize"):
         if shutil.which(name):

@@ -323,9 +323,11 @@ def test_new_job_count_messages_name_what_is_counted(repo, flag, counted):
     assert refused(tool(repo, "new-job", *args)) == f"{flag}: '0' is less than 1; give a number of {counted}, 1 or more"
 
 
-def test_gitignore_covers_what_make_setup_writes(repo):
-    (repo / "scripts/gitops_tools.egg-info").mkdir()  # pip install -e . writes it next to the package
-    (repo / "scripts/gitops_tools.egg-info/PKG-INFO").write_text("Name: x\n")
+def test_gitignore_covers_what_make_setup_and_render_write(repo):
+    (repo / ".venv/bin").mkdir(parents=True)  # make setup's virtual environment with the pinned tool
+    (repo / ".venv/bin/eks-gpu-gitops").write_text("#!/bin/sh\n")
+    (repo / "rendered/dev").mkdir(parents=True)
+    (repo / "rendered/dev/training.yaml").write_text("---\n")
     assert status(repo) == ""
 
 

@@ -24,6 +24,7 @@ PLATFORMS = {
     "linux-amd64": ("manylinux_2_17_x86_64", ("ELF", 62)),
     "linux-arm64": ("manylinux_2_17_aarch64", ("ELF", 183)),
     "darwin-arm64": ("macosx_11_0_arm64", ("Mach-O", 0x0100000C)),
+    "darwin-amd64": ("macosx_10_12_x86_64", ("Mach-O", 0x01000007)),
 }
 
 
@@ -102,3 +103,11 @@ def test_a_source_install_without_go_has_no_helper_and_says_so(sdist, tmp_path):
         [sys.executable, "-c", script, str(tmp_path / "installed")], capture_output=True, text=True, timeout=60
     )
     assert said.stdout.splitlines()[0] == f"eks-gpu-gitops {__version__}, without its helper: renders run kustomize"
+
+
+def test_a_platform_with_no_wheel_asked_for_is_refused(tmp_path):
+    env = {**os.environ, "EKS_GPU_GITOPS_PLATFORM": "plan9-mips"}
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(tmp_path)]
+    result = subprocess.run([*command, str(TOOL)], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode != 0 and not list(tmp_path.glob("*.whl"))
+    assert "EKS_GPU_GITOPS_PLATFORM=plan9-mips: no wheel is made for it; one of linux-amd64" in result.stderr

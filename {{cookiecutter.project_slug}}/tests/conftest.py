@@ -3,7 +3,6 @@ workflows), with the pinned tool run as a person runs it (scripts/<verb>)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,13 +11,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-# The tool this repository's scripts/tool runs (the pinned one in .venv, else the one on PATH): copies made
-# for a test run the same one.
-TOOL = os.environ.get("EKS_GPU_GITOPS") or (
-    str(ROOT / ".venv" / "bin" / "eks-gpu-gitops")
-    if (ROOT / ".venv" / "bin" / "eks-gpu-gitops").is_file()
-    else shutil.which("eks-gpu-gitops") or ""
-)
 
 
 def environments() -> list[str]:
@@ -32,14 +24,7 @@ def settings(env: str) -> dict:
 
 def run(root: Path, verb: str, *args: str) -> subprocess.CompletedProcess:
     """scripts/<verb> in `root`, as a person runs it."""
-    return subprocess.run(
-        [str(root / "scripts" / verb), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "EKS_GPU_GITOPS": TOOL},
-        timeout=600,
-    )
+    return subprocess.run([str(root / "scripts" / verb), *args], cwd=root, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture
@@ -53,4 +38,6 @@ def copy(tmp_path) -> Path:
     for name in ("platform.yaml", ".yamllint", ".gitignore", ".sourceignore", "README.md"):
         if (ROOT / name).is_file():
             shutil.copy2(ROOT / name, target / name)
+    if (ROOT / ".venv").is_dir():  # the copy's scripts run the same pinned tool
+        (target / ".venv").symlink_to(ROOT / ".venv")
     return target

@@ -12,7 +12,8 @@ import sys
 from importlib import metadata
 
 from .. import __version__
-from ..render.kustomize import HELPER
+from ..core.errors import InputError
+from ..render.kustomize import BATCH_VARIABLE, HELPER, batch_binary
 from .conventions import MISSING, PROG
 
 # Verb -> (the module whose main(argv) runs it, what it does).
@@ -36,10 +37,24 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def renders_with() -> str:
+    """What builds the renders: the helper the install carries, another one named, or kustomize processes."""
+    try:
+        binary = batch_binary()
+    except InputError as error:  # GITOPS_KUSTOMIZE_BATCH names a binary that is not there
+        return f"renders fail: {error}"
+    if binary == HELPER:
+        return "with its helper (kustomize-batch)"
+    if binary is not None:
+        return f"with the helper {BATCH_VARIABLE} names, {binary}"
+    if HELPER.is_file():
+        return f"{BATCH_VARIABLE}=off: renders run kustomize"
+    return "without its helper: renders run kustomize"
+
+
 def version() -> str:
-    """The version, whether this install has its helper, and where the documentation of this version is."""
-    helper = "with its helper (kustomize-batch)" if HELPER.is_file() else "without its helper: renders run kustomize"
-    lines = [f"{PROG} {__version__}, {helper}"]
+    """The version, what renders, and where the documentation of this version is."""
+    lines = [f"{PROG} {__version__}, {renders_with()}"]
     try:
         urls = dict(url.split(", ", 1) for url in metadata.metadata(PROG).get_all("Project-URL") or [])
     except metadata.PackageNotFoundError:  # run from a source folder that is not installed

@@ -191,7 +191,7 @@ def check_spot(env: str, efa: bool, reservation: str) -> str | None:
 
 
 def check_dev_spot(choice: str) -> str | None:
-    """The template's dev environment on Spot GPU nodes. Dev never has EFA or a reservation (generate/template.py),
+    """The template's dev environment on Spot GPU nodes. Dev never has EFA or a reservation (generate/bake.py),
     so check_spot's refusals cannot apply; only the answer itself can be wrong."""
     if choice not in YES_NO:
         return _bad("dev_gpu_spot", choice, "is not yes or no", "answer yes or no")

@@ -273,8 +273,8 @@ def settings_text(spec: EnvironmentSpec) -> str:
         "fsx": (
             "# FSx for Lustre: StorageClass fsx-lustre and claim fsx-training. Flux fills in the subnet (in\n"
             f"# {spec.availability_zone}) and the security group from the cluster's {CLUSTER_SETTINGS} ConfigMap,\n"
-            f"# which `scripts/cluster-settings --env {spec.name}` writes after `eksctl create cluster` (README).\n"
-            "# The parameters cannot change once the class exists."
+            f"# which `scripts/cluster-settings --env {spec.name}` writes after `eksctl create cluster`\n"
+            "# (docs/operations.md). The parameters cannot change once the class exists."
         ),
         "queue": (
             "# Kueue's ClusterQueue training: launchers on the system nodes, and what the gpu group holds at\n"
@@ -283,7 +283,7 @@ def settings_text(spec: EnvironmentSpec) -> str:
         "training": (
             f"# MPIJob {JOB}: -np = workers x slotsPerWorker; launcherCommand is mpirun with its options\n"
             "# (the job's args are the program and its flags, in overlays/base/training). ncclDebug: NCCL's\n"
-            "# log level in every job; INFO for a first run shows which network NCCL uses (README)."
+            "# log level in every job; INFO for a first run shows which network NCCL uses (docs/operations.md)."
         ),
     }
     header = (

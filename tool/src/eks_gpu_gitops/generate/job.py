@@ -20,7 +20,7 @@ IMAGE_PLACEHOLDER = "trainer"
 LAUNCHER, WORKER, SHARED_MEMORY, FSX = "launcher", "worker", "dshm", "fsx"
 # The trainer's entry point of each kind of job (trainer/horovod_trainer/<module>.py).
 KIND_MODULES = {"train": "train", "benchmark": "synthetic_benchmark"}
-# Every kind: the trainer's, and nccl-tests, the fabric's acceptance test (README, "Acceptance test").
+# Every kind: the trainer's, and nccl-tests, the fabric's acceptance test (docs/operations.md, "Acceptance test").
 KINDS = (*KIND_MODULES, "nccl-tests")
 # Where the image keeps nccl-tests (trainer/Dockerfile), and the run: all-reduce from 8 B to 8 GiB,
 # doubling, one GPU per rank, checking results, 20 timed iterations per size.

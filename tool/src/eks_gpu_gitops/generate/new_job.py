@@ -8,13 +8,13 @@
 benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
 mounts no FSx; `--kind nccl-tests` runs NCCL's all_reduce_perf across the GPU nodes (by default all
 the gpu group's maxSize, which Cluster Autoscaler starts for it) to measure the fabric's bus bandwidth
-before a long job (README, "Acceptance test"). Defaults come from the environment: its GPU type
-(whole-node workers), the image and trainer settings of its horovod-train job. Without --image the job
-follows horovod-train's image (a `replacements` entry in the environment's training kustomization), so
-bumping newTag in overlays/base/training moves it too. Trainer settings are checked by the trainer's own option
-table. The new job is checked by the validator in a temporary copy first; a request that adds an
-error (more GPUs than the node group can ever hold, say) writes nothing. Running it again with the
-same arguments changes nothing.
+before a long job (docs/operations.md of a generated repository, "Acceptance test"). Defaults come from
+the environment: its GPU type (whole-node workers), the image and trainer settings of its horovod-train
+job. Without --image the job follows horovod-train's image (a `replacements` entry in the environment's
+training kustomization), so bumping newTag in overlays/base/training moves it too. Trainer settings are
+checked by the trainer's own option table. The new job is checked by the validator in a temporary copy
+first; a request that adds an error (more GPUs than the node group can ever hold, say) writes nothing.
+Running it again with the same arguments changes nothing.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def write_job(root: Path, place: Place, job: dict, spec: JobSpec, text: str) -> 
 def job_text(job: dict, spec: JobSpec) -> str:
     what = {
         "benchmark": "the synthetic benchmark (trainer/README.md, Benchmark), ",
-        "nccl-tests": "nccl-tests all_reduce_perf, the fabric's acceptance test (README), ",
+        "nccl-tests": "nccl-tests all_reduce_perf, the fabric's acceptance test (docs/operations.md), ",
     }.get(spec.kind, "")
     header = (
         f"---\n# Added by scripts/new-job: {what}{spec.workers} worker(s) x {spec.gpus_per_worker} GPU(s); "

@@ -247,7 +247,9 @@ def check_kustomization(custom, namespace: str, name: str) -> Check:
     except ApiException as error:
         if not _missing(error):
             raise
-        return Check(check, FAIL, "not found", fix if name != "flux-system" else "flux bootstrap (see README)")
+        return Check(
+            check, FAIL, "not found", fix if name != "flux-system" else "flux bootstrap (see docs/operations.md)"
+        )
     ready, message = _condition((found.get("status") or {}).get("conditions"), "Ready")
     message = " ".join(str(message).split())[:200]
     if ready == "True":

@@ -1,6 +1,6 @@
 """Where the pinned CRD and eksctl schemas are read from, and reading them: a local folder laid out like the
 upstream copies (crds/<file>, eksctl/schema.json; --schema-dir or GITOPS_SCHEMA_DIR), or a user cache that
-each pinned URL (platform.yaml) is downloaded into once. schemas.py checks objects against them."""
+each pinned URL (platform.yaml) is downloaded into once. checker.py checks objects against them."""
 
 from __future__ import annotations
 

@@ -10,11 +10,8 @@ from typing import TYPE_CHECKING
 from .. import rules  # noqa: F401  (importing rules registers the catalogue)
 from ..core.errors import InputError
 from ..model import Scope
-from ..render import (
-    platform,  # noqa: F401  (importing rules registers the catalogue)
-    render_cache,  # noqa: F401  (importing rules registers the catalogue)
-)
-from ..render import repository as render  # noqa: F401  (importing rules registers the catalogue)
+from ..render import platform, render_cache
+from ..render import repository as render
 from ..render.locate import Locator
 from ..rules.registry import Finding
 from ..schemas.store import SchemaStore
