@@ -11,6 +11,12 @@ TOOLS_CACHE ?= $(HOME)/.cache/gitops-template
 # cache outside the repository (tools/build-flux.sh says why it is not a plain `go install`).
 FLUX_VERSION := v2.9.5
 FLUX := $(TOOLS_CACHE)/flux-$(FLUX_VERSION)/flux
+# The pipeline tools/bench_pipeline.py times validate against (kustomize, then kubeconform), and the Helm CLI of
+# helm-controller v1.6.4 (Flux v2.9.5's), built once the same way from the Go module proxy (tools/build-go-tool.sh).
+KUBECONFORM_VERSION := v0.8.0
+KUBECONFORM := $(TOOLS_CACHE)/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
+HELM_VERSION := v4.2.4
+HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
 # The local control plane of the live-cluster tests (etcd, kube-apiserver, kube-scheduler, kwok, the MPI
 # operator), built once from the Go module proxy (tools/build-control-plane.sh says how and which versions).
 CONTROL_PLANE_VERSION := v1.34.4
@@ -18,11 +24,11 @@ CONTROL_PLANE := $(TOOLS_CACHE)/control-plane-$(CONTROL_PLANE_VERSION)
 # The tool (tool/): its Go helper, built into the package for the editable install the tests and the demo use;
 # `make dist` builds the wheel, which carries its own (tool/hatch_build.py).
 HELPER_SOURCE := tool/helper
-HELPER := tool/src/eks_gpu_gitops/_helper/kustomize-batch
+HELPER := tool/src/eks_gpu_gitops/_helper/eks-gpu-gitops-helper
 TOOL_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' tool/src/eks_gpu_gitops/__init__.py)
 WHEEL := dist/.built-$(TOOL_VERSION)
 
-.PHONY: help setup helper dist docs flux control-plane demo lint format test test-tool test-template bench clean
+.PHONY: help setup helper dist docs flux kubeconform helm control-plane demo lint format test test-tool test-template bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/ and walk its loop: render, validate, a pull-request diff"
@@ -31,7 +37,7 @@ help:
 	@echo "make lint          ruff check and ruff format --check over all Python (template, tool, generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
 	@echo "make test          lint, then the tool's tests (tool/tests), then the template's (tests/)"
-	@echo "make bench         validate and diff on a fleet vs kustomize alone; the render cache; trainer samples/s"
+	@echo "make bench         validate and diff on a fleet vs kustomize alone and vs kustomize + kubeconform; the render cache; trainer samples/s"
 
 $(BIN)/.installed: requirements-dev.txt tool/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,16 +47,12 @@ $(BIN)/.installed: requirements-dev.txt tool/pyproject.toml
 
 setup: $(BIN)/.installed
 
-# Without Go the editable install renders with kustomize or kubectl, as an install without a helper does.
+# The editable install renders with this build of the helper (Go is needed: the tool renders with nothing else).
 helper: $(HELPER)
 
-$(HELPER): $(HELPER_SOURCE)/main.go $(HELPER_SOURCE)/go.mod $(HELPER_SOURCE)/go.sum
-	@if command -v go > /dev/null; then \
-	  echo "building the helper $@ with $$(go version | cut -d' ' -f3)"; \
-	  cd "$(HELPER_SOURCE)" && CGO_ENABLED=0 go build -trimpath -o "$(abspath $@)" .; \
-	else \
-	  echo "note: Go is not installed: no helper, so renders run a kustomize or kubectl process per build"; \
-	fi
+$(HELPER): $(wildcard $(HELPER_SOURCE)/*.go) $(HELPER_SOURCE)/go.mod $(HELPER_SOURCE)/go.sum
+	@echo "building the helper $@ with $$(go version | cut -d' ' -f3)"
+	cd "$(HELPER_SOURCE)" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$(abspath $@).part" . && mv "$(abspath $@).part" "$(abspath $@)"
 
 dist: $(WHEEL)
 
@@ -70,6 +72,16 @@ flux: $(FLUX)
 
 $(FLUX):
 	tools/build-flux.sh $(FLUX_VERSION) $@
+
+kubeconform: $(KUBECONFORM)
+
+$(KUBECONFORM):
+	tools/build-go-tool.sh github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) $@ main.version
+
+helm: $(HELM)
+
+$(HELM):
+	tools/build-go-tool.sh helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) $@ helm.sh/helm/v4/internal/version.version
 
 control-plane: $(CONTROL_PLANE)/.built
 
@@ -93,7 +105,7 @@ format: setup
 	$(RUFF) format .
 
 TEST_ENV := GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
-  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 GITOPS_REQUIRE_KUSTOMIZE_BATCH=1
+  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1
 
 # The Go builds first, each in its own process (make -j runs them side by side), then the two suites.
 test: lint
@@ -107,8 +119,9 @@ test-template: setup
 	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) TOOLS_CACHE=$(TOOLS_CACHE) \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
-bench: setup helper
+bench: setup helper kubeconform helm
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_KUBECONFORM=$(KUBECONFORM) $(BIN)/python tools/bench_pipeline.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_cache.py
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)

@@ -1,4 +1,4 @@
-"""Build hook: the Go helper (helper/, kustomize-batch) goes into every wheel, built for the wheel's platform.
+"""Build hook: the Go helper (helper/, eks-gpu-gitops-helper) goes into every wheel, built for the wheel's platform.
 
 The wheel is then a platform wheel (`py3-none-<platform>`): the helper is a static Go binary
 (CGO_ENABLED=0), so it depends on no C library and one wheel serves every Python 3 of that platform.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-HELPER = "kustomize-batch"
+HELPER = "eks-gpu-gitops-helper"
 # Platform (GOOS-GOARCH) -> wheel platform tags. A static binary runs on any glibc or musl Linux.
 PLATFORMS = {
     "linux-amd64": "manylinux_2_17_x86_64.manylinux2014_x86_64.musllinux_1_1_x86_64",
@@ -58,7 +58,7 @@ class HelperBuildHook(BuildHookInterface):
         if go is None:
             self.app.display_warning(
                 f"eks-gpu-gitops: Go is not installed, so this wheel has no {HELPER}; "
-                "renders will run a kustomize or kubectl process per build"
+                "its verbs that render (render, validate, diff, the generators) will refuse to run"
             )
             return
         self._output = Path(tempfile.mkdtemp(prefix="eks-gpu-gitops-helper-"))

@@ -91,12 +91,12 @@ def grow(project: Path, environments: int) -> list[str]:
 
 def overlays(project: Path) -> list[Path]:
     """Every folder validate renders: Flux Kustomization paths and eksctl overlays."""
-    from eks_gpu_gitops.render import kustomize
+    from eks_gpu_gitops.render import helper
     from eks_gpu_gitops.render import repository as render
 
     found = []
     for environment in render.render_repository(project):
-        found += [project / k.path for k in environment.kustomizations if kustomize.has_kustomization(project / k.path)]
+        found += [project / k.path for k in environment.kustomizations if helper.has_kustomization(project / k.path)]
         found.append(project / "overlays" / environment.name / "eksctl")
     return found
 
@@ -113,13 +113,16 @@ def timed(command: list[str], **options) -> tuple[tuple[float, float], subproces
     return (time.perf_counter() - start, _child_cpu() - cpu), result
 
 
-def floor(folders: list[Path]) -> tuple[float, float]:
-    from eks_gpu_gitops.render import kustomize
+def kustomize_command() -> list[str]:
+    """The kustomize a person runs: the standalone binary, else kubectl's."""
+    return ["kustomize", "build"] if shutil.which("kustomize") else ["kubectl", "kustomize"]
 
+
+def floor(folders: list[Path]) -> tuple[float, float]:
     start, cpu = time.perf_counter(), _child_cpu()
     for folder in folders:
         subprocess.run(
-            [*kustomize.command(), "--load-restrictor", "LoadRestrictionsNone", str(folder)],
+            [*kustomize_command(), "--load-restrictor", "LoadRestrictionsNone", str(folder)],
             capture_output=True,
             check=True,
         )

@@ -10,12 +10,10 @@ with Python's compiled-module cache on (PYTHONDONTWRITEBYTECODE is dropped for t
 - floor: kustomize of every overlay folder validate builds (each environment's Flux Kustomization
   paths that have a kustomization file, and its eksctl overlay), a process per build, a pool of one
   worker per core;
-- kustomize-batch alone over the same folders, one process per core (what validate's renders cost when
-  kustomize-batch is installed; shown, not a target);
+- the helper alone over the same folders, one process per core (what validate's renders cost; shown,
+  not a target);
 - validate cold: `scripts/validate` with an empty render cache (GITOPS_RENDER_CACHE), target <= 1.2 x floor;
 - validate warm: the same with the cache a cold run left, target <= 0.3 x floor;
-- validate cold without kustomize-batch (GITOPS_KUSTOMIZE_BATCH=off: a kustomize process per build, as
-  where Go is not installed; shown, not a target);
 - a one-environment pull request (one more worker in one environment's settings): `scripts/diff
   --base main` against `scripts/diff --base main --env <that environment>`, both with an empty
   cache, target <= 1.5 x.
@@ -36,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import fleet  # noqa: E402
+from bench import fleet, kustomize_command  # noqa: E402
 from bench_diff import commit_fleet  # noqa: E402
 
 TARGETS = {"cold": 1.2, "warm": 0.3, "diff": 1.5}
@@ -45,15 +43,13 @@ CHANGED_ENV = "team-05"
 
 def overlay_folders(project: Path) -> list[Path]:
     """Every folder validate runs kustomize on (found by rendering once, without the cache)."""
-    from eks_gpu_gitops.render import kustomize
+    from eks_gpu_gitops.render import helper
     from eks_gpu_gitops.render import repository as render
 
     os.environ["GITOPS_RENDER_CACHE"] = "off"
     folders = []
     for environment in render.render_repository(project):
-        folders += [
-            project / k.path for k in environment.kustomizations if kustomize.has_kustomization(project / k.path)
-        ]
+        folders += [project / k.path for k in environment.kustomizations if helper.has_kustomization(project / k.path)]
         eksctl = project / "overlays" / environment.name / "eksctl"
         if eksctl.is_dir():
             folders.append(eksctl)
@@ -67,10 +63,10 @@ def _child_cpu() -> float:
 
 def floor(folders: list[Path]) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of kustomize over every folder, one worker per core."""
-    from eks_gpu_gitops.render import kustomize
+    command = [*kustomize_command(), "--load-restrictor", "LoadRestrictionsNone"]
 
     def build(folder: Path) -> None:
-        subprocess.run([*kustomize.command(), *kustomize.FLAGS, str(folder)], capture_output=True, check=True)
+        subprocess.run([*command, str(folder)], capture_output=True, check=True)
 
     start, cpu = time.perf_counter(), _child_cpu()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -79,7 +75,7 @@ def floor(folders: list[Path]) -> tuple[float, float]:
 
 
 def batch_floor(folders: list[Path], binary: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of kustomize-batch over every folder, one process per core, each
+    """(wall seconds, CPU seconds) of the helper over every folder, one process per core, each
     sent its share of the folders at once."""
     cores = os.cpu_count() or 1
     start, cpu = time.perf_counter(), _child_cpu()
@@ -95,7 +91,7 @@ def batch_floor(folders: list[Path], binary: Path) -> tuple[float, float]:
     elapsed = time.perf_counter() - start, _child_cpu() - cpu
     answers = [json.loads(line) for reply in replies for line in reply.splitlines()]
     if len(answers) != len(folders) or any("error" in answer for answer in answers):
-        raise SystemExit("bench_cache: kustomize-batch did not build every folder")
+        raise SystemExit("bench_cache: the helper did not build every folder")
     return elapsed
 
 
@@ -127,12 +123,10 @@ def measure(project: Path, repeat: int) -> dict:
     scripts = project / "scripts"
     validate = [str(scripts / "validate"), "--format", "json", "--quiet"]
     work = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-    from eks_gpu_gitops.render import kustomize
+    from eks_gpu_gitops.render import helper
 
-    binary = kustomize.batch_binary()
-    if binary is None:
-        raise SystemExit("bench_cache: the tool has no helper, kustomize-batch (make helper)")
-    runs = {"floor": [], "batch": [], "cold": [], "warm": [], "cold_process": [], "diff": [], "diff_env": []}
+    binary = helper.binary()
+    runs = {"floor": [], "batch": [], "cold": [], "warm": [], "diff": [], "diff_env": []}
     try:
         for index in range(repeat):
             runs["floor"].append(floor(folders))
@@ -140,8 +134,6 @@ def measure(project: Path, repeat: int) -> dict:
             cache = work / f"validate-{index}"
             runs["cold"].append(timed(project, validate, cache))
             runs["warm"].append(timed(project, validate, cache))
-            off = {kustomize.BATCH_VARIABLE: "off"}
-            runs["cold_process"].append(timed(project, validate, work / f"validate-off-{index}", **off))
         change_one(project, CHANGED_ENV)
         diff = [str(scripts / "diff"), "--base", "main", "--format", "markdown", "--output", str(work / "d.md")]
         for index in range(repeat):
@@ -174,10 +166,9 @@ def report(f: dict) -> str:
             f"{f['cores']} cores, load {f['load']:.1f} (best wall time of each, with its CPU time)",
             f"  {'':<48}   wall      CPU",
             line("floor: kustomize of every overlay, 1 worker/core", f["floor"]),
-            row("kustomize-batch alone, 1 process/core / floor", f["batch"], f["floor"], None),
+            row("the helper alone, 1 process/core / floor", f["batch"], f["floor"], None),
             row("validate, empty cache / floor", f["cold"], f["floor"], TARGETS["cold"]),
             row("validate, warm cache / floor", f["warm"], f["floor"], TARGETS["warm"]),
-            row("validate, empty cache, no kustomize-batch / floor", f["cold_process"], f["floor"], None),
             line(f"diff --env {CHANGED_ENV} (empty cache)", f["diff_env"]),
             row(f"diff of a {CHANGED_ENV}-only change / diff --env", f["diff"], f["diff_env"], TARGETS["diff"]),
         ]

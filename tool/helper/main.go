@@ -1,18 +1,18 @@
-// kustomize-batch builds many kustomizations in one process, the way kustomize-controller builds one.
+// eks-gpu-gitops-helper renders what Flux applies, with Flux's and Helm's own code, for the Python tool
+// (eks_gpu_gitops/render/helper.py). The tool starts one per core, from its wheel (hatch_build.py builds it
+// into every platform wheel), and sends it one JSON request per line on stdin; it answers each with one JSON
+// line on stdout and exits when stdin closes. The requests, by "op":
 //
-// The tool (eks_gpu_gitops/render/kustomize.py) starts one per core, from its wheel, where every platform wheel
-// carries it (hatch_build.py builds it), and sends it one request per line on stdin, {"root": DIR, "path": DIR};
-// it answers each with one line on stdout, {"yaml": "..."} or {"error": "..."}, and exits when stdin closes.
-// Without it, the tool runs one `kustomize build` process per folder, and on a fleet most of that time goes
-// into starting kubectl.
+//   - "build" {root, path}: `kustomize build` of a folder, confined to root (the eksctl overlays).
+//   - "flux" {root, path, kustomization}: a Flux Kustomization's path as kustomize-controller builds it (flux.go).
+//   - "substitute" {kustomization, objects, sources, unknown, anyUnknown}: its post-build substitution
+//     (substitute.go).
+//   - "chart" {...}: fetch a chart into the cache as source-controller would give it to helm-controller (chart.go).
+//   - "helm" {release, chart, sources, kubeVersion, apiVersions}: a HelmRelease as helm-controller installs it
+//     (helm.go).
 //
-// Each build is what kustomize-controller v1.9.4 does (internal/controller/kustomization_controller.go,
-// build): fluxcd/pkg/kustomize v1.35.4 SecureBuild(root, path, false), which reads only below root
-// (filesys.MakeFsOnDiskSecure) and runs krusty with LoadRestrictionsNone and plugins disabled
-// (kustomize_generator.go, Build), then ResMap.AsYaml. One difference, for speed: Build parses kyaml's
-// built-in OpenAPI schema anew for every build (about 60 ms); here it is parsed once and again only after
-// a build whose kustomizations set `openapi:` changed it, so every build starts from the same schema as
-// one of Flux's does.
+// Every answer is {"error": "..."} when the request fails; a panic in a library becomes such an answer, so
+// the next request still runs.
 package main
 
 import (
@@ -22,20 +22,37 @@ import (
 	"io"
 	"os"
 
-	securefs "github.com/fluxcd/pkg/kustomize/filesys"
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 )
 
 type request struct {
-	Root string `json:"root"`
-	Path string `json:"path"`
+	Op string `json:"op"`
+	// build and flux
+	Root          string         `json:"root"`
+	Path          string         `json:"path"`
+	Kustomization map[string]any `json:"kustomization"`
+	// substitute
+	Objects    []map[string]any `json:"objects"`
+	Sources    []map[string]any `json:"sources"`
+	Unknown    []string         `json:"unknown"`
+	AnyUnknown bool             `json:"anyUnknown"`
+	// chart
+	Chart chartRequest `json:"chart"`
+	// helm
+	Release     map[string]any `json:"release"`
+	ChartPath   string         `json:"chartPath"`
+	KubeVersion string         `json:"kubeVersion"`
+	APIVersions []string       `json:"apiVersions"`
 }
 
 type response struct {
-	YAML  string `json:"yaml,omitempty"`
-	Error string `json:"error,omitempty"`
+	YAML    string `json:"yaml,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Origins bool   `json:"origins,omitempty"`
+	// substitute
+	Objects []substituted `json:"objects,omitempty"`
+	// chart
+	Fetched *fetched `json:"fetched,omitempty"`
 }
 
 // builtinSchema makes kyaml's global schema the built-in one, as Flux's resetOpenAPIWithBuiltins does,
@@ -46,44 +63,29 @@ func builtinSchema() string {
 	return openapi.GetSchemaVersion()
 }
 
-func build(root, path string) (out []byte, err error) {
-	// kustomize can panic on odd input; Flux recovers too, so the next build still runs.
+func answer(line []byte) (reply response) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("recovered from kustomize build panic: %v", r)
+			reply = response{Error: fmt.Sprintf("recovered from a panic: %v", r)}
 		}
 	}()
-	fs, err := securefs.MakeFsOnDiskSecure(root)
-	if err != nil {
-		return nil, err
-	}
-	kustomizer := krusty.MakeKustomizer(&krusty.Options{
-		LoadRestrictions: kustypes.LoadRestrictionsNone,
-		PluginConfig:     kustypes.DisabledPluginConfig(),
-	})
-	resources, err := kustomizer.Run(fs, path)
-	if err != nil {
-		return nil, err
-	}
-	return resources.AsYaml()
-}
-
-func answer(line []byte) response {
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return response{Error: fmt.Sprintf("kustomize-batch: bad request: %v", err)}
+		return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: bad request: %v", err)}
 	}
-	if req.Root == "" || req.Path == "" {
-		return response{Error: "kustomize-batch: a request needs root and path"}
+	switch req.Op {
+	case "", "build":
+		return plainBuild(req)
+	case "flux":
+		return fluxBuild(req)
+	case "substitute":
+		return substitute(req)
+	case "chart":
+		return fetchChart(req.Chart)
+	case "helm":
+		return renderRelease(req)
 	}
-	out, err := build(req.Root, req.Path)
-	if err != nil {
-		if err.Error() == "" {
-			return response{Error: "kustomize build failed without a message"}
-		}
-		return response{Error: err.Error()}
-	}
-	return response{YAML: string(out)}
+	return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: unknown op %q", req.Op)}
 }
 
 func main() {
@@ -110,7 +112,7 @@ func main() {
 			return
 		}
 		if readErr != nil {
-			fmt.Fprintf(os.Stderr, "kustomize-batch: %v\n", readErr)
+			fmt.Fprintf(os.Stderr, "eks-gpu-gitops-helper: %v\n", readErr)
 			os.Exit(1)
 		}
 	}

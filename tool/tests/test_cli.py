@@ -18,7 +18,7 @@ from conftest import broken_tool, git
 
 from eks_gpu_gitops import __version__
 from eks_gpu_gitops.cli import conventions as cli
-from eks_gpu_gitops.render.kustomize import HELPER
+from eks_gpu_gitops.render.helper import HELPER
 
 VERBS = ("render", "validate", "diff", "new-environment", "new-job", "status", "simulate")
 
@@ -224,15 +224,14 @@ def test_validate_on_a_symbolic_link_loop(repo, tmp_path):
 # --- Ctrl-C -------------------------------------------------------------------------------------------
 
 
-def slow_kustomize(folder: Path) -> dict:
-    """An environment whose `kustomize` marks that it started (folder/started), then waits before
-    building, so a signal lands while a verb works."""
+def slow_helper(folder: Path) -> dict:
+    """An environment whose helper marks that it started (folder/started), then waits before it answers,
+    so a signal lands while a verb works."""
     folder.mkdir()
-    shim = folder / "kustomize"
-    shim.write_text(f'#!/bin/sh\ntouch "{folder}/started"\nshift\nsleep 30\nexec kubectl kustomize "$@"\n')
+    shim = folder / "helper"
+    shim.write_text(f'#!/bin/sh\ntouch "{folder}/started"\nsleep 30\nexec "{HELPER}" "$@"\n')
     shim.chmod(0o755)
-    # The stand-in is a kustomize process per build: kustomize-batch, which builds in-process, is off.
-    return environment(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", GITOPS_KUSTOMIZE_BATCH="off")
+    return environment(GITOPS_HELPER=str(shim))
 
 
 def wait_for(path: Path, seconds: float = 30) -> None:
@@ -255,7 +254,7 @@ def test_an_interrupted_verb_says_so_in_one_line_and_leaves_nothing(repo, tmp_pa
     process = subprocess.Popen(
         [str(repo / "scripts" / verb), *args],
         cwd=repo,
-        env=slow_kustomize(tmp_path / "bin"),
+        env=slow_helper(tmp_path / "bin"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -297,18 +296,15 @@ def test_ci_changes_tells_ci_what_a_change_touches(repo, changed, expected):
 
 
 @pytest.mark.parametrize(
-    "batch, said",
+    "helper, said",
     [
-        ("", "with its helper (kustomize-batch)"),
-        ("off", "GITOPS_KUSTOMIZE_BATCH=off: renders run kustomize"),
-        ("/no/such/helper", "renders fail: GITOPS_KUSTOMIZE_BATCH=/no/such/helper: no such executable"),
+        ("", "with its helper (kustomize-controller v1.9.5's and helm-controller v1.6.4's libraries)"),
+        ("/no/such/helper", "renders fail: GITOPS_HELPER=/no/such/helper: no such executable"),
     ],
-    ids=["helper", "off", "missing"],
+    ids=["own", "missing"],
 )
-def test_version_says_what_renders(batch, said):
-    if not HELPER.is_file() and not os.environ.get("GITOPS_REQUIRE_KUSTOMIZE_BATCH"):
-        pytest.skip("the tool has no helper (make helper)")
-    env = {**environment(), "GITOPS_KUSTOMIZE_BATCH": batch}
+def test_version_says_what_renders(helper, said):
+    env = {**environment(), "GITOPS_HELPER": helper}
     result = subprocess.run(
         [sys.executable, "-m", "eks_gpu_gitops", "--version"], env=env, capture_output=True, text=True, timeout=60
     )

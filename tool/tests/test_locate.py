@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from eks_gpu_gitops.model import parse_stream, read_file
-from eks_gpu_gitops.render import kustomize
+from eks_gpu_gitops.render import helper
 from eks_gpu_gitops.render.locate import Locator
 
 BASE = """---
@@ -74,7 +74,7 @@ def tree(tmp_path_factory):
         (tmp_path / folder).mkdir()
         for name, text in files.items():
             (tmp_path / folder / name).write_text(text)
-    [manifest] = parse_stream(kustomize.build(tmp_path / "overlay"), "overlay")
+    [manifest] = parse_stream(helper.build(tmp_path / "overlay"), "overlay")
     return tmp_path, manifest
 
 
@@ -168,7 +168,7 @@ def settings_tree(tmp_path_factory):
         (tmp_path / folder).mkdir()
         for name, text in contents.items():
             (tmp_path / folder / name).write_text(text)
-    [manifest] = parse_stream(kustomize.build(tmp_path / "prod"), "prod")
+    [manifest] = parse_stream(helper.build(tmp_path / "prod"), "prod")
     return tmp_path, manifest
 
 

@@ -18,11 +18,7 @@ from conftest import REPO  # noqa: E402
 from diff_fixtures import GitRepo  # noqa: E402
 
 from eks_gpu_gitops.cli import validate  # noqa: E402
-from eks_gpu_gitops.model import (  # noqa: E402
-    FluxKustomization,
-    Manifest,
-    envsubst,  # noqa: E402
-)
+from eks_gpu_gitops.model import FluxKustomization, Manifest  # noqa: E402
 from eks_gpu_gitops.render import post_build  # noqa: E402
 from eks_gpu_gitops.render import repository as render  # noqa: E402
 
@@ -267,12 +263,28 @@ def test_what_the_build_returned_is_left_unchanged():
     assert built[0].doc["data"] == {"n": "${N}"} and kustomization.objects is not built
 
 
-# Flux's own cases (fluxcd/pkg envsubst v1.7.0, eval_test.go TestExpand), and what its parser refuses.
+def _substituted(values: dict, text: str) -> tuple[dict, list]:
+    """A ConfigMap whose one value is `text`, through the render's substitution with `values` inline."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"v": text}}
+    entry = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"postBuild": {"substitute": values}},
+    }
+    kustomization = FluxKustomization(
+        Manifest(entry, "clusters/dev/apps.yaml"), "apps", objects=[Manifest(config, "a")]
+    )
+    post_build.substitute_environment([kustomization])
+    return kustomization.objects[0].doc["data"], kustomization.substitution.errors
+
+
+# Flux's own cases (fluxcd/pkg envsubst v1.7.1, eval_test.go TestExpand): the helper runs that library.
 UPSTREAM = [
-    ({"var01": "abcdEFGH28ij"}, "${#var01}", "12"),
+    ({"var01": "abcdEFGH28ij"}, "${#var01}", 12),
     ({"var01": "abcdEFGH28ij"}, "${var01^^}", "ABCDEFGH28IJ"),
     ({"path_name": "/home/bozo/ideas/thoughts.for.today"}, "${path_name:11:5}", "ideas"),
-    ({"default_var": "foo1"}, "foo: ${var=prefix${default_var}-suffix}", "foo: prefixfoo1-suffix"),
+    ({"default_var": "foo1"}, "foo ${var=prefix${default_var}-suffix}", "foo prefixfoo1-suffix"),
     ({"filename": "path/to/file"}, "${filename##*/}", "file"),
     ({"filename": "bash.string.txt"}, "${filename%.*}", "bash.string"),
     ({"stringZ": "foo/bar/baz"}, r"${stringZ//\//-}", "foo-bar-baz"),
@@ -285,11 +297,22 @@ UPSTREAM = [
 
 
 @pytest.mark.parametrize(("values", "text", "expected"), UPSTREAM)
-def test_envsubst_writes_what_flux_writes(values, text, expected):
-    assert envsubst.evaluate(envsubst.parse(text), lambda node: values.get(node.param, "")) == expected
+def test_substitution_writes_what_flux_writes(values, text, expected):
+    data, errors = _substituted(values, text)
+    assert (data, errors) == ({"v": expected}, [])
 
 
-@pytest.mark.parametrize("text", ["${NAME-x}", "${NAME+x}", "${ NAME }", "${NAME", "${}"])
-def test_envsubst_refuses_what_flux_refuses(text):
-    with pytest.raises(envsubst.EnvsubstError):
-        envsubst.parse(text)
+@pytest.mark.parametrize("text", ["${NAME", "${}", "${NAME:=a", "${NAME/}"])
+def test_substitution_refuses_what_flux_refuses(text):
+    data, errors = _substituted({"NAME": "x"}, text)
+    assert data == {"v": text}, "the object is left as written"
+    [(manifest, path, message)] = errors
+    assert manifest.name == "c" and path == ("data", "v") and text not in message, message
+
+
+def test_an_invalid_variable_name_fails_the_kustomization_once():
+    data, errors = _substituted({"bad-name": "x", "OK": "y"}, "${OK}")
+    [(manifest, path, message)] = errors
+    assert (manifest.kind, path) == ("Kustomization", ("spec", "postBuild", "substitute", "bad-name"))
+    assert "'bad-name' var name is invalid" in message
+    assert data == {"v": "${OK}"}

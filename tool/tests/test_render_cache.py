@@ -16,7 +16,7 @@ from diff_fixtures import GitRepo, environments  # noqa: E402
 from eks_gpu_gitops import model  # noqa: E402
 from eks_gpu_gitops.diff import sides  # noqa: E402
 from eks_gpu_gitops.render import (
-    kustomize,  # noqa: E402
+    helper,  # noqa: E402
     render_cache,  # noqa: E402
 )
 from eks_gpu_gitops.render import repository as render  # noqa: E402
@@ -150,8 +150,8 @@ def append(path, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
-# dev and prod: training, infrastructure and eksctl each (clusters/<env> is plain files, no kustomize).
-BUILDS = 6
+# dev and prod: clusters/<env>, training, infrastructure and eksctl each.
+BUILDS = 8
 
 
 def test_an_unchanged_render_runs_no_kustomize_and_reads_the_same_objects(repo_copy, render_cache_dir, monkeypatch):
@@ -186,7 +186,7 @@ def test_each_kind_of_input_builds_again_only_the_overlays_that_read_it(repo_cop
     flux.write_text(
         flux.read_text().replace("  path: ./overlays/dev/training", "  path: ./overlays/dev/training\n  namePrefix: x-")
     )
-    assert builds_of(repo_copy) == (1, BUILDS - 1)  # a Flux-side transform
+    assert builds_of(repo_copy) == (2, BUILDS - 2)  # a Flux-side transform, and clusters/dev, which holds it
     assert builds_of(repo_copy) == (0, BUILDS)
     rendered = dumped(render.render_repository(repo_copy))
     assert "name: x-horovod-train" in rendered["dev"] and "patched: two" in rendered["dev"]
@@ -212,8 +212,14 @@ def test_off_builds_every_time(repo_copy, monkeypatch):
     monkeypatch.setenv("GITOPS_RENDER_CACHE", "off")
     assert render_cache.shared() is None
     calls = []
-    original = kustomize.build
-    monkeypatch.setattr(kustomize, "build", lambda path, root=None: calls.append(path) or original(path, root))
+    original = helper.ask
+
+    def ask(request, about):
+        if request["op"] in ("flux", "build"):
+            calls.append(about)
+        return original(request, about)
+
+    monkeypatch.setattr(helper, "ask", ask)
     render.render_repository(repo_copy)
     render.render_repository(repo_copy)
     assert len(calls) == 2 * BUILDS
@@ -278,11 +284,11 @@ def test_an_entry_is_json_only_when_json_gives_the_documents_back_exactly():
     from eks_gpu_gitops.render import flux_build
 
     plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  n: '1'\n"
-    entry = flux_build._entry(plain, "x")
-    assert entry.startswith("json\n")
-    assert flux_build._from_entry(entry, "x") == [yaml.safe_load(plain)]
+    entry = flux_build._entry(plain, True, "x")
+    assert entry.startswith("json 1\n")
+    assert flux_build._from_entry(entry, "x") == ([yaml.safe_load(plain)], True)
     for odd in ("when: 2024-01-01\n", "1: one\n", "b: !!binary aGk=\n"):
         text = f"apiVersion: v1\nkind: Thing\nmetadata:\n  name: a\nspec:\n  {odd}"
-        entry = flux_build._entry(text, "x")
-        assert entry.startswith("yaml\n"), odd
-        assert flux_build._from_entry(entry, "x") == [yaml.safe_load(text)], odd
+        entry = flux_build._entry(text, False, "x")
+        assert entry.startswith("yaml 0\n"), odd
+        assert flux_build._from_entry(entry, "x") == ([yaml.safe_load(text)], False), odd

@@ -40,16 +40,19 @@ def test_unknown_environment():
     assert result.stderr.strip() == "render: unknown environment 'staging'; known: dev, prod"
 
 
-def test_no_kustomize_or_kubectl(tmp_path):
-    bin_dir = tmp_path / "bin"  # the shim's own needs, and nothing else
+def test_no_helper_is_one_line_and_nothing_else_is_needed(tmp_path):
+    bin_dir = tmp_path / "bin"  # the shim's own needs, and nothing else: no kustomize, no kubectl
     bin_dir.mkdir()
     for tool in ("bash", "dirname"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
     project = REPO
-    result = render(project, "--out", str(tmp_path / "off"), path=str(bin_dir), GITOPS_KUSTOMIZE_BATCH="off")
-    assert result.returncode == 2
-    assert "neither kustomize nor kubectl is installed" in result.stderr
-    # The tool's helper, kustomize-batch, needs neither.
-    result = render(project, "--out", str(tmp_path / "batch"), path=str(bin_dir))
+    missing = tmp_path / "no-helper"
+    result = render(project, "--out", str(tmp_path / "off"), path=str(bin_dir), GITOPS_HELPER=str(missing))
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        f"render: GITOPS_HELPER={missing}: no such executable; unset it to use the tool's own",
+    )
+    assert not (tmp_path / "off").exists()
+    result = render(project, "--out", str(tmp_path / "own"), path=str(bin_dir))
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "batch" / "prod" / "training.yaml").stat().st_size > 0
+    assert (tmp_path / "own" / "prod" / "training.yaml").stat().st_size > 0

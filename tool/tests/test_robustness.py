@@ -24,6 +24,7 @@ from eks_gpu_gitops.core.yaml_file import load_mapping
 from eks_gpu_gitops.diff import gitrefs
 from eks_gpu_gitops.generate.files import write_all
 from eks_gpu_gitops.model import Manifest, parse_stream, read_file
+from eks_gpu_gitops.render.helper import HELPER  # noqa: E402
 from eks_gpu_gitops.render.locate import Locator
 
 
@@ -363,20 +364,14 @@ def test_a_diff_of_only_the_broken_environment_is_one_error(repo):
 # --- interrupted generators ---------------------------------------------------------------------------------
 
 
-def kustomize_slow_in_tmpdir(folder: Path, tmpdir: Path) -> dict:
-    """An environment whose `kustomize` waits (after marking folder/started) only when it builds a folder in
-    `tmpdir`: the generators' scratch copy, so a signal lands while that copy exists."""
+def helper_slow_in_tmpdir(folder: Path, tmpdir: Path) -> dict:
+    """An environment whose helper waits (after marking folder/started) before it answers, with TMPDIR at
+    `tmpdir`, where the generators' scratch copy goes, so a signal lands while that copy exists."""
     folder.mkdir()
-    shim = folder / "kustomize"
-    shim.write_text(
-        "#!/bin/sh\nfor last; do :; done\n"
-        f'case "$last" in "{tmpdir}"/*) touch "{folder}/started"; sleep 30;; esac\n'
-        'shift\nexec kubectl kustomize "$@"\n'
-    )
+    shim = folder / "helper"
+    shim.write_text(f'#!/bin/sh\ntouch "{folder}/started"\nsleep 30\nexec "{HELPER}" "$@"\n')
     shim.chmod(0o755)
-    return environment(
-        PATH=f"{folder}{os.pathsep}{os.environ['PATH']}", TMPDIR=str(tmpdir), GITOPS_KUSTOMIZE_BATCH="off"
-    )
+    return environment(TMPDIR=str(tmpdir), GITOPS_HELPER=str(shim))
 
 
 @pytest.mark.parametrize(
@@ -390,7 +385,7 @@ def kustomize_slow_in_tmpdir(folder: Path, tmpdir: Path) -> dict:
 def test_an_interrupted_generator_leaves_nothing_in_the_repository_or_tmpdir(repo, tmp_path, verb, args, signum):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = kustomize_slow_in_tmpdir(tmp_path / "bin", scratch)
+    env = helper_slow_in_tmpdir(tmp_path / "bin", scratch)
     process = subprocess.Popen(
         [str(repo / "scripts" / verb), *args],
         cwd=repo,

@@ -14,7 +14,6 @@ import yaml
 from conftest import REPO, run_validate
 
 from eks_gpu_gitops.cli import validate
-from eks_gpu_gitops.render import kustomize
 from eks_gpu_gitops.render import repository as render
 from eks_gpu_gitops.render.output import write_rendered
 from eks_gpu_gitops.rules import docs
@@ -285,28 +284,8 @@ def test_flux_path_without_kustomization_file_is_read_as_flux_does(repo_copy, ca
     ]
 
 
-@pytest.mark.parametrize(
-    "stderr, cause",
-    [
-        (
-            'E1123 01:54:05.362503   32540 run.go:72] "command failed" err="accumulating resources: '
-            'MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml"\n',
-            "accumulating resources: MalformedYAMLError: yaml: line 4: did not find expected key in File: a.yaml",
-        ),
-        (
-            'E1123 01:46:37.100000   4242 run.go:72] "command failed" err=<\n\tfirst line\n\tsecond line\n >\n',
-            "first line second line",
-        ),
-        ("Error: accumulating resources: missing.yaml\n", "accumulating resources: missing.yaml"),
-    ],
-    ids=["kubectl", "kubectl-multiline", "kustomize"],
-)
-def test_build_errors_lose_the_log_prefix(stderr, cause):
-    assert kustomize.error_cause(stderr) == cause
-
-
-def test_no_kustomize_and_no_kubectl(tmp_path):
-    env = {**os.environ, "PATH": "", "GITOPS_KUSTOMIZE_BATCH": "off"}
+def test_no_helper(tmp_path):
+    env = {**os.environ, "PATH": "", "GITOPS_HELPER": str(tmp_path / "none")}
     env.pop("GITOPS_DEBUG", None)
     result = subprocess.run(
         [sys.executable, "-m", "eks_gpu_gitops", "validate", "--quiet"],
@@ -316,7 +295,10 @@ def test_no_kustomize_and_no_kubectl(tmp_path):
         text=True,
     )
     assert result.returncode == 2
-    assert "neither kustomize nor kubectl" in one_line_error(result.stderr)
+    assert (
+        one_line_error(result.stderr)
+        == f"validate: GITOPS_HELPER={tmp_path / 'none'}: no such executable; unset it to use the tool's own"
+    )
 
 
 @pytest.mark.parametrize("make", ["missing", "not-utf8", "no-yaml", "permission"])

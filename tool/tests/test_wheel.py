@@ -17,7 +17,7 @@ import pytest
 from eks_gpu_gitops import __version__
 
 TOOL = Path(__file__).resolve().parent.parent
-HELPER = "eks_gpu_gitops/_helper/kustomize-batch"
+HELPER = "eks_gpu_gitops/_helper/eks-gpu-gitops-helper"
 TIMEOUT = 1800  # seconds: a cold Go cache compiles kustomize for a new platform in a few minutes
 # Platform -> (a wheel tag it carries, the helper's executable format and machine).
 PLATFORMS = {
@@ -30,7 +30,7 @@ PLATFORMS = {
 
 def need_go() -> None:
     if shutil.which("go") is None:
-        if os.environ.get("GITOPS_REQUIRE_KUSTOMIZE_BATCH"):
+        if os.environ.get("GITOPS_REQUIRE_HELPER"):
             raise AssertionError("Go is needed to build the helper into wheels")
         pytest.skip("Go is not installed")
 
@@ -92,7 +92,7 @@ def test_a_source_install_builds_the_helper_with_go(sdist, tmp_path):
 def test_a_source_install_without_go_has_no_helper_and_says_so(sdist, tmp_path):
     without_go = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "go").exists())
     wheel, result = build_wheel(sdist, tmp_path / "wheel", path=without_go, verbose=True)
-    assert "Go is not installed, so this wheel has no kustomize-batch" in result.stdout + result.stderr
+    assert "Go is not installed, so this wheel has no eks-gpu-gitops-helper" in result.stdout + result.stderr
     with zipfile.ZipFile(wheel) as archive:
         assert not [n for n in archive.namelist() if "_helper" in n]
         archive.extractall(tmp_path / "installed")
@@ -102,7 +102,10 @@ def test_a_source_install_without_go_has_no_helper_and_says_so(sdist, tmp_path):
     said = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "installed")], capture_output=True, text=True, timeout=60
     )
-    assert said.stdout.splitlines()[0] == f"eks-gpu-gitops {__version__}, without its helper: renders run kustomize"
+    assert said.stdout.splitlines()[0] == (
+        f"eks-gpu-gitops {__version__}, renders fail: this install of eks-gpu-gitops has no helper (a source "
+        "install built without Go): install a platform wheel from PyPI, or install Go and reinstall"
+    )
 
 
 def test_a_platform_with_no_wheel_asked_for_is_refused(tmp_path):

@@ -13,7 +13,7 @@ from importlib import metadata
 
 from .. import __version__
 from ..core.errors import InputError
-from ..render.kustomize import BATCH_VARIABLE, HELPER, batch_binary
+from ..render.helper import HELPER, HELPER_VARIABLE, binary
 from .conventions import MISSING, PROG
 
 # Verb -> (the module whose main(argv) runs it, what it does).
@@ -38,18 +38,14 @@ def usage() -> str:
 
 
 def renders_with() -> str:
-    """What builds the renders: the helper the install carries, another one named, or kustomize processes."""
+    """What renders: the helper the install carries, another one named, or why renders fail."""
     try:
-        binary = batch_binary()
-    except InputError as error:  # GITOPS_KUSTOMIZE_BATCH names a binary that is not there
+        found = binary()
+    except InputError as error:
         return f"renders fail: {error}"
-    if binary == HELPER:
-        return "with its helper (kustomize-batch)"
-    if binary is not None:
-        return f"with the helper {BATCH_VARIABLE} names, {binary}"
-    if HELPER.is_file():
-        return f"{BATCH_VARIABLE}=off: renders run kustomize"
-    return "without its helper: renders run kustomize"
+    if found == HELPER:
+        return "with its helper (kustomize-controller v1.9.5's and helm-controller v1.6.4's libraries)"
+    return f"with the helper {HELPER_VARIABLE} names, {found}"
 
 
 def version() -> str:

@@ -30,7 +30,7 @@ import yaml
 from ..core.errors import InputError
 from ..facts import catalog
 from ..model import MPIJOB
-from ..render.kustomize import has_kustomization
+from ..render.helper import has_kustomization
 from ..render.repository import render_repository
 from . import answers
 from .files import write_all

@@ -1,20 +1,17 @@
 """Build a Flux Kustomization's path the way kustomize-controller does, confined to the repository.
 
-What kustomize-controller v1.9.4 does (internal/controller/kustomization_controller.go: generate, build,
-apply), with fluxcd/pkg kustomize v1.35.4 (kustomize/kustomize_generator.go), and what this module does:
+kustomize-controller v1.9.5 (the one Flux v2.9.5 installs; internal/controller/kustomization_controller.go,
+generate and build) writes the path's kustomization file with fluxcd/pkg/kustomize's Generator (a path
+without one gets one listing its manifests; spec.targetNamespace, namePrefix/nameSuffix, patches, components
+and images go in), builds it on a file system rooted at the source (SecureBuild), and sets
+spec.commonMetadata when it applies. The helper does all of that with the same library (helper/flux.go); this
+module gives it the checkout Flux builds from and keeps what it builds:
 
-- The kustomization file at spec.path is rewritten in place before the build (Generator.WriteFile):
-  spec.targetNamespace sets `namespace`, namePrefix/nameSuffix replace the file's own, spec.patches and
-  spec.components are appended, spec.images are appended or update an image the file already lists.
-  A path without a kustomization file gets a generated one listing every .yaml/.yml file below it and
-  each sub-folder that has a kustomization file as a whole (findOrGenerateKustomization, scanManifests).
-  Here: the same rewrite, in a private copy of the repository.
-- The build runs on a file system rooted at the source (SecureBuild, securefs): nothing outside the
-  repository is read. Here: the build runs in a copy holding only what resolves inside the repository
-  (a symlink leading out is left out), and every path a kustomization file names is checked first, so an
-  absolute path, a `..` past the root or a remote base is refused with one line, its content never read.
-- spec.commonMetadata labels and annotations are set on every object after the build (apply,
-  ssautil.SetCommonMetadata). Here: the same, on the parsed objects.
+- `Workspace`: source-controller's artifact (flux_source.ArtifactFilter): a copy holding only the regular files
+  Flux's artifact holds, so a build can read nothing else;
+- `check_paths`: a one-line refusal of a kustomization file that names a remote base, a path outside the
+  repository, or a file the artifact leaves out (the build would fail on the cluster);
+- `build`: one Flux Kustomization's objects, kept in the render cache by a hash of what the build reads.
 
 spec.postBuild variable substitution runs after this, once every Kustomization of an environment is
 built (post_build.py: a substituteFrom source may be an object another Kustomization applies).
@@ -29,7 +26,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-from functools import partial
 from pathlib import Path
 
 import yaml
@@ -37,7 +33,7 @@ import yaml
 from ..core.errors import InputError
 from ..model import Manifest
 from ..model.manifest import from_documents, load_documents
-from . import kustomize, render_cache
+from . import helper, render_cache
 from .flux_source import ArtifactFilter
 from .kustomization import named_paths
 
@@ -58,7 +54,7 @@ class Workspace:
     With `artifact` (flux_source.ArtifactFilter) it is what Flux builds from: no symbolic link at all and
     nothing the artifact's rules leave out; without, it is the checkout eksctl reads."""
 
-    def __init__(self, root: Path, source: Path | None = None, artifact: ArtifactFilter | None = None):
+    def __init__(self, root: Path, artifact: ArtifactFilter | None = None):
         self.root = root.resolve()
         self.artifact = artifact
         self.path = Path()
@@ -66,10 +62,7 @@ class Workspace:
         for place in places:
             try:
                 self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-", dir=place))
-                if source is None:
-                    _copy_confined(self.root, self.path, artifact)
-                else:
-                    shutil.copytree(source, self.path, symlinks=True, dirs_exist_ok=True)
+                _copy_confined(self.root, self.path, artifact)
                 return
             except (OSError, shutil.Error) as error:
                 self.close()
@@ -80,10 +73,6 @@ class Workspace:
             except BaseException:
                 self.close()
                 raise
-
-    def fork(self) -> Workspace:
-        """A private copy of this workspace, for a build that rewrites a kustomization file."""
-        return Workspace(self.root, source=self.path, artifact=self.artifact)
 
     def left_out(self, relative: str) -> str:
         """Why a path of the repository is not in this workspace though it exists there ("" when it is in,
@@ -197,7 +186,7 @@ def check_paths(workspace: Workspace, folders: list[str] | None = None) -> None:
     for current, folders_here, files in os.walk(workspace.path):
         folders_here[:] = sorted(folders_here)
         for name in files:
-            if name in kustomize.KUSTOMIZATION_FILES:
+            if name in helper.KUSTOMIZATION_FILES:
                 _check_file(workspace, Path(current) / name)
 
 
@@ -206,7 +195,7 @@ def _check_tree(workspace: Workspace, folder: Path, seen: set[Path]) -> None:
     if folder in seen:
         return
     seen.add(folder)
-    file = next((folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+    file = next((folder / n for n in helper.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
     if file is None:
         return
     _check_file(workspace, file)  # refuses a path out of the workspace before it is followed
@@ -244,207 +233,87 @@ def _check_file(workspace: Workspace, file: Path) -> None:
             )
 
 
-def _transforms(spec: dict) -> dict:
-    """The kustomization fields Flux's generator sets or appends, from a Flux Kustomization's spec."""
-    found = {}
-    for field in ("targetNamespace", "namePrefix", "nameSuffix", "patches", "components", "images"):
-        if spec.get(field) not in (None, "", []):
-            found[field] = spec[field]
-    return found
+# The fields of a Flux Kustomization's spec its build reads: what fluxcd/pkg/kustomize's Generator writes into
+# the kustomization file (kustomize_generator.go, GenerateManifest), and commonMetadata.
+BUILD_FIELDS = (
+    "targetNamespace",
+    "namePrefix",
+    "nameSuffix",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "components",
+    "ignoreMissingComponents",
+    "images",
+    "buildMetadata",
+    "commonMetadata",
+)
 
 
-def _generated(folder: Path, base: Path) -> tuple[dict, list | None]:
-    """The kustomization Flux generates for a folder without one (scanManifests), with paths relative to
-    `base`, the folder it is written in; and, when it lists only plain files that parse, their documents
-    by file (else None)."""
-    resources, plain = [], []
-    for current, folders, files in os.walk(folder):
-        here = Path(current)
-        folders.sort()
-        if here != folder and kustomize.has_kustomization(here):
-            resources.append(os.path.relpath(here, base))
-            plain = None
-            folders.clear()
-            continue
-        for name in sorted(files):
-            if name.endswith((".yaml", ".yml")):
-                docs = _check_manifest(here / name)
-                resources.append(os.path.relpath(here / name, base))
-                if plain is not None and docs is not None:
-                    plain.append((here / name, docs))
-                else:
-                    plain = None
-    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
-    if resources:
-        doc["resources"] = resources
-        doc["buildMetadata"] = ["originAnnotations"]  # which file each object came from; removed after
-    else:
-        doc["namespace"] = "_placeholder"
-    return doc, plain
+def build_spec(spec: dict) -> dict:
+    """The part of a Flux Kustomization's spec that changes what its build gives."""
+    return {field: spec[field] for field in BUILD_FIELDS if spec.get(field) not in (None, "", [], {})}
 
 
-def _check_manifest(file: Path) -> list | None:
-    """The documents of a file a generated kustomization lists, or None when kustomize must say why it does
-    not parse. scanManifests fails the Kustomization on a file that is not Kubernetes objects: one line
-    here, without kustomize's echo of the file."""
-    try:
-        docs = [d for d in yaml.load_all(file.read_text(), Loader=_LOADER) if d is not None]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
-    if any(not isinstance(doc, dict) or not doc.get("kind") for doc in docs):
-        raise InputError(
-            f"{file}: not a Kubernetes manifest (no kind), and Flux reads every .yaml/.yml file of a folder "
-            "without a kustomization file: it fails the Kustomization (move the file or add a kustomization.yaml)"
-        )
-    return docs
+def build(workspace: Workspace, rel_path: str, spec: dict | None, env: str, source: str) -> list[Manifest]:
+    """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository),
+    before post-build substitution; with no spec (None), `kustomize build` of the folder (an eksctl overlay).
+    The helper's output is kept by a hash of what the build reads (render_cache), so a build whose inputs did
+    not change since an earlier one, in this run or a cached one, is not run again."""
+    wanted = build_spec(spec) if spec is not None else None
+    request = {"op": "build", "root": str(workspace.path), "path": str(workspace.path / rel_path)}
+    if wanted is not None:
+        kustomization = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "spec": wanted}
+        request = {"op": "flux", "root": str(workspace.path), "path": rel_path or ".", "kustomization": kustomization}
+    shown = rel_path or "."
 
+    def run() -> tuple[str, bool]:
+        reply = helper.ask(request, shown)
+        if "error" in reply:
+            message = helper.masked_error(str(reply["error"])).replace(str(workspace.path) + "/", "")
+            helper.fail(shown, message or "the build failed")
+        return str(reply.get("yaml", "")), bool(reply.get("origins"))
 
-def _as_listed(plain: list, workspace: Path, env: str, source: str) -> list[Manifest] | None:
-    """What kustomize makes of a kustomization that lists plain files and transforms nothing: their
-    objects as written, local-config ones left out. None (kustomize decides) for anything irregular:
-    an object without apiVersion or name, or one listed twice."""
-    objects, ids = [], set()
-    for file, docs in plain:
-        for doc in docs:
-            manifest = Manifest(doc=doc, file=str(file.relative_to(workspace)), env=env, source=source)
-            if not manifest.api_version or not manifest.name or manifest.resource in ids:
-                return None
-            ids.add(manifest.resource)
-            if not manifest.local_config:
-                objects.append(manifest)
-    return objects
-
-
-def _with_transforms(doc: dict, spec: dict) -> dict:
-    """A kustomization with the fields Flux's generator sets from the Flux Kustomization's spec."""
-    transforms = _transforms(spec)
-    if "targetNamespace" in transforms:
-        doc["namespace"] = transforms["targetNamespace"]
-    for field in ("namePrefix", "nameSuffix"):
-        if field in transforms:
-            doc[field] = transforms[field]
-    for field in ("patches", "components"):
-        if field in transforms:
-            doc[field] = [*(doc.get(field) or []), *transforms[field]]
-    for image in transforms.get("images") or []:
-        listed = doc.setdefault("images", [])
-        match = next((i for i in listed if isinstance(i, dict) and i.get("name") == image.get("name")), None)
-        if match is None:
-            listed.append(dict(image))
-            continue
-        if image.get("newName"):
-            match["newName"] = image["newName"]
-        if image.get("newTag") or image.get("digest"):
-            match.pop("newTag", None)
-            match.pop("digest", None)
-            match.update({k: image[k] for k in ("newTag", "digest") if image.get(k)})
-    return doc
-
-
-def build(workspace: Workspace, rel_path: str, spec: dict, env: str, source: str) -> list[Manifest]:
-    """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository).
-
-    A folder without a kustomization file gets the generated one in a new folder of the workspace (its
-    paths lead back to the folder, so nothing is changed in place); one whose own kustomization file
-    Flux rewrites is built in a private copy of the workspace, as other builds may read that file.
-    kustomize's output is kept by a hash of what the build reads (render_cache), so a build whose
-    inputs did not change since an earlier one, in this run or a cached one, is not run again."""
-    shared = workspace.path / rel_path
-    transforms = _transforms(spec)
-    generated, origins = None, ""
-    private: list[Workspace] = []
-    try:
-        if not kustomize.has_kustomization(shared):
-            generated = Path(tempfile.mkdtemp(prefix=".flux-generated-", dir=workspace.path))
-            listed, plain = _generated(shared, generated)
-            if plain is not None and not transforms:
-                objects = _as_listed(plain, workspace.path, env, source)
-                if objects is not None:
-                    _common_metadata(objects, spec.get("commonMetadata"))
-                    return objects
-            doc = _with_transforms(listed, spec)
-            (generated / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-            origins = generated.name if "resources" in doc else ""
-            run = partial(kustomize.build, generated, workspace.path)
-            mode = "generated"
-        elif transforms:
-            run = partial(_build_rewritten, workspace, rel_path, spec, private)
-            mode = "rewritten"
-        else:
-            run = partial(kustomize.build, shared, workspace.path)
-            mode = "as-is"
-        run = partial(_relative_errors, run, workspace, private)
-        docs = _cached(workspace, shared, mode, transforms, run, rel_path or ".")
-        objects = from_documents(docs, rel_path or ".", env=env, source=source)
-    except InputError as error:
-        message = str(error).replace(str(private[0].path if private else workspace.path) + "/", "")
-        raise InputError(message) from None
-    finally:
-        for copy in private:
-            copy.close()
-        if generated:
-            shutil.rmtree(generated, ignore_errors=True)
+    folder = workspace.path / rel_path
+    components = (wanted or {}).get("components") or []
+    folders = [folder, *(folder / c for c in components if isinstance(c, str))]
+    docs, origins = _cached(workspace, folders, wanted, run, shown)
+    objects = from_documents(docs, shown, env=env, source=source)
     if origins:
-        _take_origins(objects, origins)
-    _common_metadata(objects, spec.get("commonMetadata"))
+        _take_origins(objects, shown)
     return objects
 
 
-def _relative_errors(run, workspace: Workspace, private: list) -> str:
-    """Run a build; its error names files relative to the repository (a build another render waits
-    for, in the cache, reports to it too)."""
-    try:
-        return run()
-    except InputError as error:
-        message = str(error)
-        for copy in (*private, workspace):
-            message = message.replace(str(copy.path) + "/", "")
-        raise InputError(message) from None
+def _cached(workspace: Workspace, folders: list[Path], wanted: dict, run, file: str) -> tuple[list, bool]:
+    """The documents the helper outputs for a build, and whether they carry origin annotations to take, from
+    the render cache when its inputs were built before.
 
-
-def _build_rewritten(workspace: Workspace, rel_path: str, spec: dict, private: list) -> str:
-    """Build `rel_path` with Flux's rewrite of its kustomization file, in a private copy of the workspace."""
-    copy = workspace.fork()
-    private.append(copy)
-    folder = copy.path / rel_path
-    existing = next(folder / n for n in kustomize.KUSTOMIZATION_FILES if (folder / n).is_file())
-    doc = _with_transforms(yaml.safe_load(existing.read_text()) or {}, spec)
-    existing.unlink()
-    existing.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return kustomize.build(folder, copy.path)
-
-
-def _cached(workspace: Workspace, folder: Path, mode: str, transforms: dict, run, file: str) -> list:
-    """The documents kustomize outputs for `folder`, from the render cache when its inputs were built before.
-
-    The key: every file the build reads, named relative to the workspace (so a base checkout and the
-    working tree share entries), how Flux changes the build (`mode`, its transforms and the components
-    they add, read from the folder and, for a generated kustomization, from the repository root), and
-    the kustomize binary with its flags."""
+    The key: every file the build reads, named relative to the workspace (so a base checkout and the working
+    tree share entries), the spec fields the build reads, and the helper."""
     cache = render_cache.shared()
     if cache is None:
-        return load_documents(run(), file)
-    folders = [folder]
-    for component in transforms.get("components") or []:
-        if isinstance(component, str):
-            folders += [folder / component, workspace.path / component]
-    extra = json.dumps({"mode": mode, "transforms": transforms}, sort_keys=True, default=str)
+        text, origins = run()
+        return load_documents(text, file), origins
+    extra = json.dumps({"flux": wanted}, sort_keys=True, default=str)
     key = render_cache.fingerprint(workspace.path, folders, extra)
-    return _from_entry(cache.get_or_build(key, lambda: _entry(run(), file)), file)
+    return _from_entry(cache.get_or_build(key, lambda: _entry(*run(), file)), file)
 
 
-def _entry(text: str, file: str) -> str:
+def _entry(text: str, origins: bool, file: str) -> str:
     """What the cache keeps of a build: its documents as JSON when JSON holds them exactly (read back many
-    times faster than YAML), else kustomize's YAML. A stream that does not load fails here, uncached."""
+    times faster than YAML), else the helper's YAML. A stream that does not load fails here, uncached."""
     docs = load_documents(text, file)
-    if all(_json_exact(doc) for doc in docs):
-        return "json\n" + json.dumps(docs, separators=(",", ":"))
-    return "yaml\n" + text
+    head = f"{'json' if all(_json_exact(doc) for doc in docs) else 'yaml'} {int(origins)}"
+    if head.startswith("json"):
+        return head + "\n" + json.dumps(docs, separators=(",", ":"))
+    return head + "\n" + text
 
 
-def _from_entry(entry: str, file: str) -> list:
-    form, _, body = entry.partition("\n")
-    return json.loads(body) if form == "json" else load_documents(body, file)
+def _from_entry(entry: str, file: str) -> tuple[list, bool]:
+    head, _, body = entry.partition("\n")
+    form, _, origins = head.partition(" ")
+    docs = json.loads(body) if form == "json" else load_documents(body, file)
+    return docs, origins == "1"
 
 
 def _json_exact(value) -> bool:
@@ -466,20 +335,6 @@ def _take_origins(objects: list[Manifest], rel_path: str) -> None:
             manifest.metadata.pop("annotations")
         if isinstance(origin, dict) and origin.get("path"):
             manifest.file = os.path.normpath(os.path.join(rel_path, str(origin["path"])))
-
-
-def _common_metadata(objects: list[Manifest], common) -> None:
-    if not isinstance(common, dict):
-        return
-    for field in ("labels", "annotations"):
-        values = common.get(field)
-        if not isinstance(values, dict) or not values:
-            continue
-        for manifest in objects:
-            metadata = manifest.doc.setdefault("metadata", {})
-            if isinstance(metadata, dict):
-                current = metadata.get(field) if isinstance(metadata.get(field), dict) else {}
-                metadata[field] = {**current, **{str(k): str(v) for k, v in values.items()}}
 
 
 def follows(manifest: Manifest) -> bool:

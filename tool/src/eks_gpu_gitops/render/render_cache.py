@@ -28,8 +28,8 @@ from pathlib import Path
 
 import yaml
 
+from .helper import KUSTOMIZATION_FILES, builder
 from .kustomization import named_paths
-from .kustomize import KUSTOMIZATION_FILES, builder
 
 CACHE_VARIABLE = "GITOPS_RENDER_CACHE"
 # Values of GITOPS_RENDER_CACHE that turn caching off: every build runs kustomize, every diff renders all.

@@ -16,7 +16,7 @@ from ..core import yaml_limits
 from ..core.errors import InputError
 from ..model import CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest
 from . import flux_build, flux_source, post_build, render_cache
-from .kustomize import KUSTOMIZATION_FILES
+from .helper import KUSTOMIZATION_FILES
 
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
 # so two per core keep the cores busy (on a shared 2-core machine, 4 at once rendered a
@@ -248,7 +248,9 @@ def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool,
         check_aliases(workspace, path)
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None
-        objects = flux_build.build(workspace, path, spec if isinstance(spec, dict) else {}, environment.name, source)
+        if kustomization is not None and not isinstance(spec, dict):
+            spec = {}
+        objects = flux_build.build(workspace, path, spec, environment.name, source)
         # A build that started as the user interrupted (its process missed the signal) ends unreported;
         # so does clusters/<env> read as plain files (no build, done before any build starts).
         plain = kustomization is not None and kustomization.name == ROOT_NAME and not has_kustomization(workspace, path)

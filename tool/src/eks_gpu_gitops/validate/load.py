@@ -9,14 +9,14 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..facts import eks
 from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, read_file, relative
-from ..render import kustomize, platform, post_build
+from ..render import helper, platform, post_build
 from ..render import repository as render
 from .plan import Plan, check_readable
 
 
 def _cluster_config_from(path: Path, root: Path) -> Manifest:
     check_readable(path)
-    objects = parse_stream(kustomize.build(path), relative(path, root)) if path.is_dir() else read_file(path, root)
+    objects = parse_stream(helper.build(path), relative(path, root)) if path.is_dir() else read_file(path, root)
     configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
     if len(configs) != 1:
         raise InputError(f"{path}: --cluster-config needs exactly one eksctl ClusterConfig, found {len(configs)}")
@@ -47,7 +47,7 @@ def _platform(root: Path) -> dict:
 def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress) -> Scope:
     with ThreadPoolExecutor(max_workers=render.RENDER_WORKERS) as pool:
         built = list(
-            pool.map(lambda folder: parse_stream(kustomize.build(folder), relative(folder, plan.root)), plan.builds)
+            pool.map(lambda folder: parse_stream(helper.build(folder), relative(folder, plan.root)), plan.builds)
         )
     objects = [m for group in built for m in group]
     for file in plan.files:

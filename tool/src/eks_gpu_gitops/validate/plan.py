@@ -11,7 +11,7 @@ import yaml
 
 from ..core.errors import InputError
 from ..model import relative
-from ..render import kustomize
+from ..render import helper
 from ..render import repository as render
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -112,12 +112,12 @@ def plan(paths: list[Path], envs: list[str] | None) -> Plan:
     result = Plan(root, False, env=_guess_env(paths, root))
     for path in paths:
         if path.is_file():
-            if path.name in kustomize.KUSTOMIZATION_FILES:
+            if path.name in helper.KUSTOMIZATION_FILES:
                 result.builds.append(path.parent)
             else:
                 result.files.append(path)
             result.sources.append(path)
-        elif kustomize.has_kustomization(path):
+        elif helper.has_kustomization(path):
             result.builds.append(path)
             result.sources.extend(yaml_files(path))
         else:
@@ -131,8 +131,8 @@ def _plan_folder(path: Path, result: Plan) -> None:
     added = False
     for file in yaml_files(path):
         folder = file.parent
-        if kustomize.has_kustomization(folder):
-            if folder not in result.builds and not kustomize.is_component(folder):
+        if helper.has_kustomization(folder):
+            if folder not in result.builds and not helper.is_component(folder):
                 result.builds.append(folder)
                 added = True
         elif not any(folder.is_relative_to(b) for b in result.builds):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..core.credentials import mask_text
 from ..core.errors import DEBUG_VARIABLE
-from ..render import kustomize, platform, render_cache
+from ..render import helper, platform, render_cache
 from ..render.flux_build import listed_files
 from ..render.flux_source import ArtifactFilter, regular_file_bytes
 from ..schemas.store import SchemaStore
@@ -140,7 +140,7 @@ class ResultsCache:
         digest = hashlib.sha256(f"validate results {_FORMAT}\0".encode())
         for part in (
             _tools_digest(),
-            kustomize.builder(),
+            helper.builder(),
             _library_versions(),
             kubernetes_version or "",
             os.environ.get(DEBUG_VARIABLE, ""),  # a rule that fails raises with it, rather than a finding

@@ -1,10 +1,10 @@
-"""The helper, kustomize-batch (tool/helper): many builds in one process, the same bytes as a kustomize process
-per build, errors in one line, nothing read outside its root, no state carried from one build to the next."""
+"""The helper (tool/helper): many builds in one process, the same bytes as a kustomize process per build,
+errors in one line, nothing read outside its root, no state carried from one build to the next."""
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,35 +12,18 @@ import pytest
 from conftest import REPO
 
 from eks_gpu_gitops.core.errors import InputError
-from eks_gpu_gitops.render import kustomize
+from eks_gpu_gitops.render import helper
 
-REQUIRED = bool(os.environ.get("GITOPS_REQUIRE_KUSTOMIZE_BATCH"))
-BACKENDS = ["batch", "process"]
-
-
-@pytest.fixture
-def batch() -> Path:
-    binary = kustomize.batch_binary()
-    if binary is None:
-        if REQUIRED:
-            pytest.fail("GITOPS_REQUIRE_KUSTOMIZE_BATCH is set and the tool has no helper (make helper)")
-        pytest.skip("the tool has no helper, kustomize-batch (make helper builds it where Go is installed)")
-    return binary
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request, monkeypatch) -> str:
-    """Each test once with kustomize-batch and once with a kustomize process per build."""
-    if request.param == "batch":
-        request.getfixturevalue("batch")
-    else:
-        monkeypatch.setenv(kustomize.BATCH_VARIABLE, "off")
-    return request.param
+# kustomize-controller builds with this restrictor and without sorting (its krusty options leave Reorder
+# unset), which is what these flags ask of `kubectl kustomize`, the reference here.
+KUBECTL_FLAGS = ["--load-restrictor", "LoadRestrictionsNone", "--reorder", "none"]
 
 
 def process_build(folder: Path) -> str:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed: no reference kustomize to compare with")
     return subprocess.run(
-        [*kustomize.command(), *kustomize.FLAGS, str(folder)], capture_output=True, text=True, check=True
+        ["kubectl", "kustomize", *KUBECTL_FLAGS, str(folder)], capture_output=True, text=True, check=True
     ).stdout
 
 
@@ -51,11 +34,11 @@ def overlays() -> list[Path]:
     return sorted(p.parent for p in (REPO / "overlays").glob("*/*/kustomization.yaml") if p.parts[-3] != "base")
 
 
-def test_every_overlay_builds_to_the_same_bytes_as_a_kustomize_process(batch):
+def test_every_overlay_builds_to_the_same_bytes_as_a_kustomize_process():
     folders = overlays()
     assert len(folders) >= 6  # dev and prod: eksctl, infrastructure, training
     for folder in folders:
-        assert kustomize.build(folder, REPO) == process_build(folder), folder
+        assert helper.build(folder, REPO) == process_build(folder), folder
 
 
 def write(folder: Path, files: dict[str, str]) -> Path:
@@ -65,22 +48,22 @@ def write(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
-def test_a_failed_build_is_one_line_naming_the_missing_file(tmp_path, backend):
+def test_a_failed_build_is_one_line_naming_the_missing_file(tmp_path):
     folder = write(tmp_path / "app", {"kustomization.yaml": "resources:\n  - missing.yaml\n"})
     with pytest.raises(InputError) as raised:
-        kustomize.build(folder, tmp_path)
+        helper.build(folder, tmp_path)
     message = str(raised.value)
     assert message.startswith(f"{folder}: kustomize build failed: ")
     assert "missing.yaml" in message and "\n" not in message
 
 
-def test_nothing_outside_the_root_is_read(tmp_path, batch):
+def test_nothing_outside_the_root_is_read(tmp_path):
     write(tmp_path, {"outside.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n"})
     folder = write(tmp_path / "root" / "app", {"kustomization.yaml": "resources:\n  - ../../outside.yaml\n"})
     with pytest.raises(InputError) as raised:
-        kustomize.build(folder, tmp_path / "root")
+        helper.build(folder, tmp_path / "root")
     assert "outside.yaml" in str(raised.value) and "name: outside" not in str(raised.value)
-    assert "kind: ConfigMap" in kustomize.build(folder, tmp_path)  # inside the root it builds
+    assert "kind: ConfigMap" in helper.build(folder, tmp_path)  # inside the root it builds
 
 
 THING_HEADER = "apiVersion: example.io/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n  items:\n"
@@ -113,7 +96,7 @@ CUSTOM_SCHEMA = json.dumps(
 )
 
 
-def test_a_custom_openapi_schema_does_not_reach_the_next_build(tmp_path, batch):
+def test_a_custom_openapi_schema_does_not_reach_the_next_build(tmp_path):
     files = {"thing.yaml": THING, "patch.yaml": PATCH}
     listed = "resources:\n  - thing.yaml\npatches:\n  - path: patch.yaml\n"
     custom = write(
@@ -124,38 +107,42 @@ def test_a_custom_openapi_schema_does_not_reach_the_next_build(tmp_path, batch):
     merged, replaced = process_build(custom), process_build(plain)
     assert "id: b" in merged and "id: b" not in replaced
     for _ in range(3):
-        assert kustomize.build(custom, tmp_path) == merged
-        assert kustomize.build(plain, tmp_path) == replaced  # not merged by the schema of the build before
+        assert helper.build(custom, tmp_path) == merged
+        assert helper.build(plain, tmp_path) == replaced  # not merged by the schema of the build before
 
 
-def test_a_batch_that_stops_answering_is_one_line(tmp_path, monkeypatch):
+def test_a_helper_that_stops_answering_is_one_line(tmp_path, monkeypatch):
     stops = tmp_path / "stops"
     stops.write_text("#!/bin/sh\nexit 3\n")
     stops.chmod(0o755)
-    monkeypatch.setenv(kustomize.BATCH_VARIABLE, str(stops))
+    monkeypatch.setenv(helper.HELPER_VARIABLE, str(stops))
     folder = write(tmp_path / "app", {"kustomization.yaml": "resources: []\n"})
     with pytest.raises(InputError) as raised:
-        kustomize.build(folder, tmp_path)
-    assert "stopped answering" in str(raised.value) and f"{kustomize.BATCH_VARIABLE}=off" in str(raised.value)
+        helper.build(folder, tmp_path)
+    assert str(raised.value) == f"{folder}: stops stopped answering (exit status 3)"
 
 
-def test_a_configured_batch_that_does_not_exist_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setenv(kustomize.BATCH_VARIABLE, str(tmp_path / "nowhere"))
+def test_a_configured_helper_that_does_not_exist_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv(helper.HELPER_VARIABLE, str(tmp_path / "nowhere"))
     with pytest.raises(InputError, match="no such executable"):
-        kustomize.batch_binary()
+        helper.binary()
 
 
-def test_the_render_cache_key_names_what_builds(monkeypatch, batch):
-    with_batch = kustomize.builder()
-    monkeypatch.setenv(kustomize.BATCH_VARIABLE, "off")
-    assert kustomize.builder() != with_batch
-    assert "(batch)" in with_batch and "(batch)" not in kustomize.builder()
+def test_the_render_cache_key_names_the_helper_by_content(tmp_path, monkeypatch):
+    own = helper.builder()
+    copy = tmp_path / "copy"
+    shutil.copy2(helper.binary(), copy)
+    monkeypatch.setenv(helper.HELPER_VARIABLE, str(copy))
+    assert helper.builder().split(" ")[1] == own.split(" ")[1]  # the same bytes elsewhere: the same key
+    with copy.open("ab") as file:
+        file.write(b"\0")
+    assert helper.builder() != own
 
 
-def test_a_batch_process_that_ended_while_idle_is_replaced(tmp_path, batch):
+def test_a_helper_process_that_ended_while_idle_is_replaced(tmp_path):
     folder = write(tmp_path / "app", {"kustomization.yaml": "resources:\n  - cm.yaml\n", "cm.yaml": CONFIG_MAP})
-    first = kustomize.build(folder, tmp_path)
-    for process in list(kustomize._batch(batch).started):
+    first = helper.build(folder, tmp_path)
+    for process in list(helper._POOLS[helper.binary()].started):
         process.kill()
         process.wait()
-    assert kustomize.build(folder, tmp_path) == first
+    assert helper.build(folder, tmp_path) == first

@@ -1,0 +1,229 @@
+"""The helper, eks-gpu-gitops-helper: what renders, with Flux's and Helm's own code.
+
+The tool's helper/ (Go), built into every platform wheel as eks_gpu_gitops/_helper/, links kustomize and
+fluxcd/pkg/kustomize at the versions kustomize-controller v1.9.5 links, and the Helm SDK with helm-controller
+v1.6.4's post-renderers (the two controllers of Flux v2.9.5). It answers JSON requests on stdin, one per line
+(helper/main.go lists them); this module keeps one process per core and sends them. GITOPS_HELPER names
+another build of it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import queue
+import re
+import subprocess
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from ..core.credentials import mask_text
+from ..core.errors import InputError
+
+HELPER_VARIABLE = "GITOPS_HELPER"
+# The file names kustomize reads a folder's kustomization from.
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+# The helper a wheel carries (hatch_build.py), or that `make` in the template builds for an editable install.
+HELPER = Path(__file__).resolve().parent.parent / "_helper" / "eks-gpu-gitops-helper"
+# A replacement's source field is gone: a guard of an environment component tripped.
+_REPLACEMENT_SOURCE_MISSING = re.compile(r"is missing for replacement source|nothing selected by")
+
+
+def has_kustomization(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in KUSTOMIZATION_FILES)
+
+
+def is_component(folder: Path) -> bool:
+    """Whether the folder's kustomization is a Component, which only builds inside another one."""
+    for name in KUSTOMIZATION_FILES:
+        try:
+            text = (folder / name).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        return bool(re.search(r"^kind:\s*Component\s*$", text, re.MULTILINE))
+    return False
+
+
+# Where kustomize repeats the configuration it read (secrets included) in an error, and what is kept
+# (kustomize/v5.5.0, the version in kubectl 1.32, and v5.8.1): kyaml/yaml/fns.go's `: node contents:\n<yaml>`,
+# and api/kv/kv.go's literal sources (`literal sources [...]`, `invalid literal source %v, expected
+# key=value`) and env-file lines (`line %d has invalid utf8 bytes : %v`).
+_ECHOES = (
+    (re.compile(r":? *node contents:.*", re.DOTALL), ""),
+    (re.compile(r"literal sources \[.*?\]: invalid literal source .*?, expected key=value"),
+     "invalid literal source (value not shown), expected key=value"),
+    (re.compile(r"(has invalid utf8 bytes) : .*"), r"\1"),
+)  # fmt: skip
+
+
+def masked_error(message: str) -> str:
+    """A build's error without the configuration kustomize echoes (it may hold secrets), credential
+    shapes masked."""
+    return mask_text(_without_echoes(message))
+
+
+def _without_echoes(message: str) -> str:
+    for pattern, replacement in _ECHOES:
+        message = pattern.sub(replacement, message)
+    return message.strip()
+
+
+def binary() -> Path:
+    """The helper that renders: GITOPS_HELPER's, else the one this install carries; a one-line error when
+    there is none."""
+    configured = os.environ.get(HELPER_VARIABLE, "").strip()
+    candidate = Path(configured) if configured else HELPER
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
+    if configured:
+        raise InputError(f"{HELPER_VARIABLE}={configured}: no such executable; unset it to use the tool's own")
+    raise InputError(
+        "this install of eks-gpu-gitops has no helper (a source install built without Go): install a platform "
+        "wheel from PyPI, or install Go and reinstall"
+    )
+
+
+class _Pool:
+    """Helper processes, one per core, started as requests need them; each answers one request at a time."""
+
+    def __init__(self, path: Path):
+        self.binary = path
+        self.limit = os.cpu_count() or 1
+        self.idle: queue.SimpleQueue = queue.SimpleQueue()
+        self.started: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+
+    def ask(self, request: dict, about: str) -> dict:
+        """The helper's answer to one request; `about` names what it is for, in an error."""
+        process = self._take()
+        while process.poll() is not None:  # ended while idle (killed, out of memory): another one
+            self._drop(process)
+            process = self._take()
+        try:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+            reply = json.loads(line) if line else None
+        except (OSError, ValueError):
+            reply = None
+        except BaseException:  # interrupted between a request and its answer: the process is out of step
+            self._drop(process)
+            raise
+        if not isinstance(reply, dict):
+            self._drop(process)
+            raise InputError(f"{about}: {self.binary.name} stopped answering (exit status {process.poll()})")
+        self.idle.put(process)
+        return reply
+
+    def _drop(self, process: subprocess.Popen) -> None:
+        process.kill()
+        process.wait()
+        with self.lock:
+            self.started.remove(process)
+
+    def _take(self) -> subprocess.Popen:
+        """An idle process, a new one while fewer than one per core run, else the next one freed (a process
+        dropped meanwhile makes room for a new one)."""
+        while True:
+            with self.lock:
+                try:
+                    return self.idle.get_nowait()
+                except queue.Empty:
+                    if len(self.started) < self.limit:
+                        return self._start()
+            try:
+                return self.idle.get(timeout=0.05)
+            except queue.Empty:
+                continue
+
+    def _start(self) -> subprocess.Popen:
+        try:
+            process = subprocess.Popen(
+                [str(self.binary)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
+                bufsize=1,
+            )
+        except OSError as error:
+            raise InputError(f"cannot run {self.binary}: {error.strerror}") from None
+        self.started.append(process)
+        return process
+
+    def close(self) -> None:
+        for process in self.started:
+            try:
+                process.stdin.close()
+                process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                process.kill()
+        self.started.clear()
+
+
+_POOLS: dict[Path, _Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def ask(request: dict, about: str) -> dict:
+    """Send one request to a helper process; its answer (which may be {"error": ...})."""
+    path = binary()
+    with _POOLS_LOCK:
+        if path not in _POOLS:
+            _POOLS[path] = _Pool(path)
+        pool = _POOLS[path]
+    return pool.ask(request, about)
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _POOLS.values():
+        pool.close()
+
+
+def builder() -> str:
+    """What renders, for the caches' keys: the helper by the hash of its content (a fresh install writes the
+    same binary with a new modification time, and must still find the renders of the last one)."""
+    path = binary()
+    try:
+        stat = os.stat(path)
+        return f"{path.name} sha256:{_content_hash(str(path), stat.st_size, stat.st_mtime_ns)}"
+    except OSError:
+        return str(path)
+
+
+@lru_cache(maxsize=4)
+def _content_hash(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, once per process for each (path, size, modification time)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build(path: Path, root: Path | None = None) -> str:
+    """`kustomize build` of the kustomization in `path` (the eksctl overlays, a folder given to validate);
+    nothing outside `root` is read."""
+    if not has_kustomization(path):
+        raise InputError(f"{path}: no kustomization.yaml")
+    target = path.resolve()
+    request = {"op": "build", "root": str(Path(root).resolve() if root else Path(target.anchor)), "path": str(target)}
+    reply = ask(request, str(path))
+    if "error" in reply:
+        fail(path, masked_error(str(reply["error"])) or "the build failed")
+    return str(reply.get("yaml", ""))
+
+
+def fail(path, cause: str) -> None:
+    if _REPLACEMENT_SOURCE_MISSING.search(cause):
+        cause += (
+            " (the environment components, overlays/base/*/environment, copy overlays/<env>/settings.yaml "
+            "into the bases by name and stop when the settings or a named item they fill in is gone)"
+        )
+    raise InputError(f"{path}: kustomize build failed: {cause}")
