@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/sha256"
+	"errors"
+	"net/url"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -60,7 +62,7 @@ func fetchChart(req chartRequest) response {
 		return response{Fetched: &fetched{Path: known.File, Version: known.Version, Digest: known.Digest}}
 	}
 	if req.Offline {
-		return response{Fetched: &fetched{Missing: "offline, and not in the chart cache"}}
+		return response{Fetched: &fetched{Missing: "offline"}}
 	}
 	timeout := time.Duration(req.TimeoutS * float64(time.Second))
 	if timeout <= 0 {
@@ -72,6 +74,10 @@ func fetchChart(req chartRequest) response {
 		got, err = fetchOCI(req, timeout)
 	} else {
 		got, err = fetchHTTP(req, timeout)
+	}
+	var cannotReach *url.Error
+	if errors.As(err, &cannotReach) {
+		return response{Fetched: &fetched{Missing: fmt.Sprintf("cannot reach %s: %v", req.URL, cannotReach.Err)}}
 	}
 	if err != nil {
 		return response{Error: err.Error()}
@@ -115,7 +121,7 @@ func fetchHTTP(req chartRequest, timeout time.Duration) (resolution, error) {
 	base := strings.TrimSuffix(req.URL, "/")
 	index, err := download(client, base+"/index.yaml")
 	if err != nil {
-		return resolution{}, fmt.Errorf("HelmRepository %s: %v", req.ShownName, err)
+		return resolution{}, fmt.Errorf("HelmRepository %s: %w", req.ShownName, err)
 	}
 	file, err := os.CreateTemp(req.Cache, ".index-*.yaml")
 	if err != nil {
@@ -149,7 +155,7 @@ func fetchHTTP(req chartRequest, timeout time.Duration) (resolution, error) {
 	}
 	archive, err := download(client, address)
 	if err != nil {
-		return resolution{}, fmt.Errorf("chart %s-%s: %v", req.Name, version.Version, err)
+		return resolution{}, fmt.Errorf("chart %s-%s: %w", req.Name, version.Version, err)
 	}
 	sum := sha256.Sum256(archive)
 	if version.Digest != "" && hex.EncodeToString(sum[:]) != version.Digest {
@@ -186,7 +192,7 @@ func fetchOCI(req chartRequest, timeout time.Duration) (resolution, error) {
 	default:
 		tags, err := client.Tags(ref)
 		if err != nil {
-			return resolution{}, fmt.Errorf("%s: listing tags: %v", ref, err)
+			return resolution{}, fmt.Errorf("%s: listing tags: %w", ref, err)
 		}
 		tag, err := registry.GetTagMatchingVersionOrConstraint(tags, req.Version)
 		if err != nil {
@@ -196,7 +202,7 @@ func fetchOCI(req chartRequest, timeout time.Duration) (resolution, error) {
 	}
 	result, err := client.Pull(pull, registry.PullOptWithChart(true))
 	if err != nil {
-		return resolution{}, fmt.Errorf("%s: %v", pull, err)
+		return resolution{}, fmt.Errorf("%s: %w", pull, err)
 	}
 	version := ""
 	if result.Chart != nil && result.Chart.Meta != nil {

@@ -45,6 +45,9 @@ SCHEMA_DIR = Path(os.environ[SCHEMA_DIR_VARIABLE]) if os.environ.get(SCHEMA_DIR_
 
 # Rules that fail on malformed input must fail the test, not become a note.
 os.environ["GITOPS_DEBUG"] = "1"
+# No test reaches the network: the bake's charts are on the internet, so their HelmReleases are notes here. The
+# tests of HelmRelease rendering serve charts on loopback and allow that (test_helm_release.py).
+os.environ["GITOPS_OFFLINE"] = "1"
 # A render cache of this test session's own (scripts run by the tests inherit it): tests never read
 # or fill the user's cache, and a test that counts builds sets one of its own (render_cache_dir).
 RENDER_CACHE = tempfile.mkdtemp(prefix="gitops-test-render-cache-")

@@ -476,6 +476,89 @@ def worker_tolerates_everything(world):
     world.pod("Worker")["tolerations"] = [{"operator": "Exists"}]
 
 
+def _fsx_node_plugin(tolerations: list[dict]) -> dict:
+    """The FSx CSI driver's node DaemonSet as its chart (1.17.0, templates/node-daemonset.yaml) renders it."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "fsx-csi-node", "namespace": "kube-system"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "fsx-csi-node"}},
+            "template": {
+                "metadata": {"labels": {"app": "fsx-csi-node"}},
+                "spec": {
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "tolerations": tolerations,
+                    "containers": [
+                        {"name": "fsx-plugin", "image": "public.ecr.aws/fsx-csi-driver/aws-fsx-csi-driver:v1.9.0"}
+                    ],
+                },
+            },
+        },
+    }
+
+
+# node.tolerateAllTaints: false in the chart's values: node.tolerations (its default) and the startup taint.
+_FSX_NODE_DEFAULT_TOLERATIONS = [
+    {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "fsx.csi.aws.com/agent-not-ready", "operator": "Exists"},
+]
+
+
+@case(
+    "fsx-node-plugin-not-on-gpu-nodes", FAIL, ("DaemonSet/kube-system/fsx-csi-node", "spec.template.spec.tolerations")
+)
+def fsx_node_plugin_without_the_gpu_taint(world):
+    world.add("infrastructure", _fsx_node_plugin(_FSX_NODE_DEFAULT_TOLERATIONS))
+
+
+@case("fsx-node-plugin-not-on-gpu-nodes", PASS)
+def fsx_node_plugin_tolerating_every_taint(world):
+    world.add("infrastructure", _fsx_node_plugin([{"operator": "Exists"}]))
+
+
+@case("fsx-node-plugin-not-on-gpu-nodes", PASS)
+def fsx_node_plugin_where_no_gpu_pod_mounts_fsx(world):
+    world.add("infrastructure", _fsx_node_plugin(_FSX_NODE_DEFAULT_TOLERATIONS))
+    for role in ("Launcher", "Worker"):
+        pod = world.pod(role)
+        pod["volumes"] = [v for v in pod.get("volumes", []) if "persistentVolumeClaim" not in v]
+        for container in pod["containers"]:
+            names = {v["name"] for v in pod["volumes"]}
+            container["volumeMounts"] = [m for m in container.get("volumeMounts", []) if m["name"] in names]
+
+
+@case("helm-release-fails", FAIL, ("HelmRelease/flux-system/aws-fsx-csi-driver", "spec"))
+def chart_version_that_does_not_exist(world):
+    world.releases["aws-fsx-csi-driver"] = {
+        "error": 'chart "aws-fsx-csi-driver" version "1.99.0" not found in HelmRepository flux-system/fsx (...)'
+    }
+
+
+@case("helm-release-fails", PASS)
+def chart_that_renders(world):
+    world.releases["aws-fsx-csi-driver"] = {"objects": [_fsx_node_plugin([{"operator": "Exists"}])]}
+
+
+@case("crd-not-installed", PASS)
+def crd_maybe_installed_by_a_chart_not_rendered(world):
+    world.add("training", _widget())
+    world.releases["cluster-autoscaler"] = {"note": "its chart is not in the chart cache (offline)"}
+
+
+@case("crd-not-installed", FAIL, ("Widget/training/w", "apiVersion"))
+def crd_not_installed_by_an_unrendered_chart_whose_crds_are_known(world):
+    world.add("training", _widget())
+    world.releases["kueue"] = {"note": "its chart is not in the chart cache (offline)"}  # Kueue's CRDs are listed
+
+
+@case("crd-not-installed", PASS)
+def crd_installed_by_a_chart(world):
+    world.add("training", _widget())
+    crd = _custom_resource_definition("example.com", "Widget", "widgets")
+    world.releases["aws-fsx-csi-driver"] = {"objects": [crd]}
+
+
 def _worker_anti_affinity(selector: dict) -> dict:
     term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}

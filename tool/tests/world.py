@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from eks_gpu_gitops.model import FluxKustomization, Manifest, Scope
+from eks_gpu_gitops.model import FluxKustomization, HelmReleaseRender, Manifest, Scope
 from eks_gpu_gitops.render import post_build
 from eks_gpu_gitops.validate.load import kubernetes_version_of
 
@@ -30,6 +30,8 @@ class World:
         self.complete = True  # the objects are the whole environment
         self.flux = True  # the Flux entry points are known
         self.unrendered: set[str] = set()
+        # HelmRelease name -> what its render says: {"error": ...}, {"note": why not rendered}, or {"objects": [...]}.
+        self.releases: dict[str, dict] = {}
 
     # --- handles ------------------------------------------------------------------------
     def kustomization(self, name: str) -> dict:
@@ -130,6 +132,16 @@ class World:
         for kustomization in kustomizations:
             objects += [kustomization.manifest, *kustomization.objects]
         cluster = Manifest(self.cluster, f"overlays/{self.env}/eksctl", self.env, "eksctl") if self.cluster else None
-        scope = Scope(self.env, objects, cluster, kustomizations if self.flux else [], complete=self.complete)
+        releases = []
+        for manifest in objects:
+            rendered = self.releases.get(manifest.name) if manifest.kind == "HelmRelease" else None
+            if rendered is not None:
+                installed = [Manifest(o, manifest.file, self.env, manifest.name) for o in rendered.get("objects", [])]
+                error, note = rendered.get("error", ""), rendered.get("note", "")
+                releases.append(HelmReleaseRender(manifest, installed, error=error, note=note))
+        objects += [m for release in releases for m in release.objects]
+        scope = Scope(
+            self.env, objects, cluster, kustomizations if self.flux else [], complete=self.complete, releases=releases
+        )
         scope.kubernetes_version, _ = kubernetes_version_of(cluster, None)
         return scope

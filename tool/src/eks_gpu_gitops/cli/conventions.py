@@ -21,12 +21,27 @@ import threading
 from collections.abc import Callable
 
 from ..core.errors import DEBUG_VARIABLE, InputError
+from ..core.network import OFFLINE_VARIABLE
 
 PROG = "eks-gpu-gitops"
 # An install whose dependencies are gone (a --no-deps install, a pip that failed half-way).
 MISSING = "eks-gpu-gitops is missing the Python package {package}: reinstall it (in a generated repository: make setup)"
 USAGE_OR_INPUT = 2
 INTERRUPTED = 130
+
+
+def add_offline(parser: argparse.ArgumentParser) -> None:
+    """--offline, for the verbs that render HelmReleases' charts."""
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help=f"never use the network: a chart missing from the chart cache is a note ({OFFLINE_VARIABLE}=1)",
+    )
+
+
+def apply_offline(args: argparse.Namespace) -> None:
+    if getattr(args, "offline", False):
+        os.environ[OFFLINE_VARIABLE] = "1"
 
 
 class Parser(argparse.ArgumentParser):

@@ -88,12 +88,14 @@ def build_parser() -> cli.Parser:
         default="auto",
         help="text: colours (auto: only on a terminal, and not with NO_COLOR)",
     )
+    cli.add_offline(parser)
     return parser
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
+    cli.apply_offline(args)
     if args.list_notices:
         return args
     if args.live:

@@ -1,7 +1,7 @@
 """Render every environment: each Flux Kustomization's path and the eksctl overlay, once.
 
-Writes DIR/<env>/<kustomization>.yaml and DIR/<env>/eksctl.yaml (--out DIR, default rendered/), all at once
-or nothing; an existing DIR is replaced only when it holds an earlier render."""
+Writes DIR/<env>/<kustomization>.yaml, DIR/<env>/helmrelease-<name>.yaml and DIR/<env>/eksctl.yaml (--out DIR,
+default rendered/), all at once or nothing; an existing DIR is replaced only when it holds an earlier render."""
 
 from __future__ import annotations
 
@@ -18,19 +18,24 @@ def build_parser() -> cli.Parser:
     parser = cli.Parser(prog=f"{cli.PROG} {VERB}", description=__doc__.splitlines()[0])
     parser.add_argument("--env", action="append", help="environment to render (repeatable; default: all)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: rendered/)")
+    cli.add_offline(parser)
     return parser
 
 
 def _render(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    cli.apply_offline(args)
     root = repository_root(Path.cwd())
     out = args.out or root / "rendered"
     check_output(out)
     environments = render_repository(root, args.env, progress=cli.progress(VERB))
     write_rendered(environments, out)
     for environment in environments:
-        counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)
+        counts = ", ".join(
+            [f"{k.name} {len(k.objects)}" for k in environment.kustomizations]
+            + [f"HelmRelease {r.name} {len(r.objects) if not r.note else 'not rendered'}" for r in environment.releases]
+        )
         eksctl = "yes" if environment.cluster_config else "no"
         print(f"{environment.name}: {counts}; eksctl {eksctl} -> {out / environment.name}")
     return 0

@@ -62,12 +62,14 @@ def build_parser() -> cli.Parser:
     parser.add_argument("--list-rules", action="store_true", help="print the rule catalogue and exit")
     parser.add_argument("--server", action="store_true", help="server-side apply dry run against the cluster")
     parser.add_argument("--context", metavar="CTX", help="with --server: the kubeconfig context (default: current)")
+    cli.add_offline(parser)
     return parser
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = build_parser()
     args = parser.parse_args(argv)
+    cli.apply_offline(args)
     if args.list_rules and args.format not in docs.FORMATS:
         parser.error(f"--list-rules prints text, json or markdown, not {args.format}")
     if not args.list_rules and args.format not in report.FORMATS:

@@ -10,9 +10,11 @@ from .fields import integer, mapping, plural, quantity, sequence
 from .kinds import (
     BUILTIN_GROUPS,
     CLUSTER_CONFIG,
+    CLUSTER_SCOPED,
     EFA,
     FLUX_KUSTOMIZATION,
     GPU,
+    HELM_RELEASE,
     KUSTOMIZE_CONFIG_GROUP,
     LOCAL_CONFIG_ANNOTATION,
     MPIJOB,
@@ -21,7 +23,16 @@ from .kinds import (
     STORAGE_CLASS,
     removal,
 )
-from .manifest import Environment, FluxKustomization, Manifest, dump, parse_stream, read_file, relative
+from .manifest import (
+    Environment,
+    FluxKustomization,
+    HelmReleaseRender,
+    Manifest,
+    dump,
+    parse_stream,
+    read_file,
+    relative,
+)
 from .nodes import NodeGroup, Taint, node_groups, selects, tolerates, untolerated
 from .pods import Container, PodTemplate, pod_templates
 from .scope import Scope
@@ -32,6 +43,7 @@ __all__ = [
     "EFA",
     "FLUX_KUSTOMIZATION",
     "GPU",
+    "CLUSTER_SCOPED",
     "KUSTOMIZE_CONFIG_GROUP",
     "LOCAL_CONFIG_ANNOTATION",
     "MPIJOB",
@@ -41,6 +53,8 @@ __all__ = [
     "Container",
     "Environment",
     "FluxKustomization",
+    "HELM_RELEASE",
+    "HelmReleaseRender",
     "Manifest",
     "NodeGroup",
     "PodTemplate",

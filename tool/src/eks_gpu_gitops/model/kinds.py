@@ -7,11 +7,50 @@ from ..facts.eks import version_key
 # (group, kind) pairs.
 MPIJOB = ("kubeflow.org", "MPIJob")
 FLUX_KUSTOMIZATION = ("kustomize.toolkit.fluxcd.io", "Kustomization")
+HELM_RELEASE = ("helm.toolkit.fluxcd.io", "HelmRelease")
 CLUSTER_CONFIG = ("eksctl.io", "ClusterConfig")
 STORAGE_CLASS = ("storage.k8s.io", "StorageClass")
 PVC = ("", "PersistentVolumeClaim")
 NAMESPACE = ("", "Namespace")
 KUSTOMIZE_CONFIG_GROUP = "kustomize.config.k8s.io"  # kustomization.yaml files: build input, never applied
+
+# Built-in kinds that are not namespaced (`kubectl api-resources --namespaced=false` on Kubernetes 1.34): Helm
+# puts every other object a chart makes without a namespace into the release's namespace.
+CLUSTER_SCOPED = frozenset(
+    {
+        ("", "Namespace"),
+        ("", "Node"),
+        ("", "PersistentVolume"),
+        ("", "ComponentStatus"),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+        ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io", "APIService"),
+        ("certificates.k8s.io", "CertificateSigningRequest"),
+        ("certificates.k8s.io", "ClusterTrustBundle"),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+        ("networking.k8s.io", "IngressClass"),
+        ("networking.k8s.io", "IPAddress"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("resource.k8s.io", "DeviceClass"),
+        ("resource.k8s.io", "ResourceSlice"),
+        ("scheduling.k8s.io", "PriorityClass"),
+        ("storage.k8s.io", "CSIDriver"),
+        ("storage.k8s.io", "CSINode"),
+        ("storage.k8s.io", "StorageClass"),
+        ("storage.k8s.io", "VolumeAttachment"),
+        ("storage.k8s.io", "VolumeAttributesClass"),
+        ("storagemigration.k8s.io", "StorageVersionMigration"),
+    }
+)
 
 # Extended resources.
 GPU = "nvidia.com/gpu"

@@ -91,17 +91,37 @@ class FluxKustomization:
 
 
 @dataclass
+class HelmReleaseRender:
+    """What one HelmRelease installs (render/helm_release.py): its chart's objects, or why they are not known."""
+
+    manifest: Manifest  # the HelmRelease, as Flux applies it
+    objects: list[Manifest] = field(default_factory=list)
+    chart: str = ""  # "name version" of the chart rendered
+    error: str = ""  # what makes the HelmRelease fail on the cluster
+    note: str = ""  # why its objects are not rendered here (offline, a source the repository does not hold)
+    retry: bool = False  # the note may not hold on a later run (a chart repository could not be reached)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+
+@dataclass
 class Environment:
     name: str
     kustomizations: list[FluxKustomization] = field(default_factory=list)
     cluster_config: Manifest | None = None
+    releases: list[HelmReleaseRender] = field(default_factory=list)
 
     @property
     def objects(self) -> list[Manifest]:
-        """Everything Flux applies in this environment, the cluster entry points included."""
+        """Everything Flux applies in this environment, the cluster entry points and what its HelmReleases
+        install included."""
         result = [k.manifest for k in self.kustomizations]
         for kustomization in self.kustomizations:
             result.extend(kustomization.objects)
+        for release in self.releases:
+            result.extend(release.objects)
         return result
 
 

@@ -9,6 +9,9 @@ from .pods import PodTemplate
 # How a device plugin shows itself: in a container image or a Helm chart name.
 NVIDIA_PLUGIN = ("nvidia/k8s-device-plugin", "nvidia-device-plugin")
 EFA_PLUGIN = ("aws-efa-k8s-device-plugin",)
+# The FSx for Lustre CSI driver's node plugin (public.ecr.aws/fsx-csi-driver/aws-fsx-csi-driver, in its chart's
+# node DaemonSet and in its kustomize overlays).
+FSX_CSI_DRIVER = ("fsx-csi-driver/aws-fsx-csi-driver", "aws-fsx-csi-driver:")
 
 
 def _charts(manifest) -> list[str]:

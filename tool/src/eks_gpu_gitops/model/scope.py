@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .fields import mapping
-from .manifest import FluxKustomization, Manifest
+from .manifest import FluxKustomization, HelmReleaseRender, Manifest
 from .nodes import NodeGroup, node_groups, selects, untolerated
 from .pods import PodTemplate, pod_templates
 
@@ -20,6 +20,7 @@ class Scope:
     objects: everything Flux applies (the Flux entry points included), or the plain inputs.
     complete: the objects are the whole environment, so "X is absent" is a finding.
     kustomizations: the Flux entry points with what each applies (empty outside a repository).
+    releases: the HelmReleases with what each installs (empty outside a repository).
     """
 
     env: str
@@ -27,6 +28,7 @@ class Scope:
     cluster_config: Manifest | None = None
     kustomizations: list[FluxKustomization] = field(default_factory=list)
     complete: bool = False
+    releases: list[HelmReleaseRender] = field(default_factory=list)
     kubernetes_version: str = ""
     platform: dict = field(default_factory=dict)  # platform.yaml
 

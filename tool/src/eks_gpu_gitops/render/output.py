@@ -1,5 +1,6 @@
-"""Write a render into a folder (`render --out DIR`, default rendered/): DIR/<env>/<kustomization>.yaml and
-DIR/<env>/eksctl.yaml, all at once or nothing, replacing only an earlier render's output."""
+"""Write a render into a folder (`render --out DIR`, default rendered/): DIR/<env>/<kustomization>.yaml,
+DIR/<env>/helmrelease-<name>.yaml (what each HelmRelease installs) and DIR/<env>/eksctl.yaml, all at once or
+nothing, replacing only an earlier render's output."""
 
 from __future__ import annotations
 
@@ -93,6 +94,9 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
             folder.mkdir()
             for kustomization in environment.kustomizations:
                 (folder / f"{kustomization.name}.yaml").write_text(dump(kustomization.objects))
+            for release in environment.releases:
+                if release.objects:
+                    (folder / f"helmrelease-{release.name}.yaml").write_text(dump(release.objects))
             if environment.cluster_config:
                 (folder / "eksctl.yaml").write_text(dump([environment.cluster_config]))
         if out.exists():

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..core import yaml_limits
 from ..core.errors import InputError
 from ..model import CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest
-from . import flux_build, flux_source, post_build, render_cache
+from . import flux_build, flux_source, helm_release, post_build, render_cache
 from .helper import KUSTOMIZATION_FILES
 
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
@@ -151,7 +151,9 @@ def render_repository(
     follows every Flux Kustomization that builds from this repository. A Flux Kustomization whose path
     does not exist is an input error, or with `skip_missing` is kept with no objects and `rendered`
     False (validate reports it as a finding). Once all are built, Flux's post-build variable
-    substitution is applied (post_build.py).
+    substitution is applied (post_build.py), then every HelmRelease's chart is rendered (helm_release.py);
+    a HelmRelease that fails on the cluster is an input error too, or with `skip_missing` is kept with its
+    error (a finding).
     """
     names = envs or environment_names(root)
     unknown = [e for e in names if not (root / "clusters" / e).is_dir()]
@@ -189,6 +191,11 @@ def render_repository(
             if not jobs:
                 break
             _run_jobs(workspaces, jobs, progress, skip_missing, walk)
+        # What the HelmReleases install, once every object (a chart's source, its values) is known.
+        helm_release.render_environments(environments, workspaces.flux.path, progress, RENDER_WORKERS)
+        if not skip_missing:
+            for environment in environments:
+                helm_release.check(environment)
     finally:
         workspaces.close()
     return environments

@@ -156,3 +156,27 @@ def flux_prune_disabled_with_state(scope: Scope):
                 "from the repository",
                 ("spec", "prune"),
             )
+
+
+helm = category("Ordering")  # with the other rules about what Flux applies and whether it can
+
+
+@helm(
+    "helm-release-fails",
+    "error",
+    requires=("flux",),
+    description="A HelmRelease fails to install: its chart or version does not exist, or the chart does not render",
+    remediation="Fix the chart name or version (or the source's URL), or the values the chart refuses; the "
+    "message is helm-controller's or source-controller's.",
+    docs="""Every HelmRelease of an environment is rendered as helm-controller installs it: its chart fetched
+      from its source as source-controller fetches it, its values composed from spec.values and valuesFrom, and
+      Helm's install run client-side (render/helm_release.py). A chart or version its source does not have,
+      values the chart's schema refuses, or a template that fails makes the HelmRelease fail on the cluster
+      the same way: nothing it installs is applied, and whatever depends on it waits. A chart that cannot be
+      fetched here (offline, a repository that cannot be reached, a source the repository does not hold) is
+      a note, not this finding.""",
+)
+def helm_release_fails(scope: Scope):
+    for release in scope.releases:
+        if release.error:
+            yield Finding(release.manifest, release.error, ("spec",))

@@ -36,6 +36,9 @@ REMOTE_PROVIDERS = (
             "kueue.x-k8s.io/Workload",
         ],
     },
+    # The FSx CSI driver's chart installs no CRD (charts/aws-fsx-csi-driver/templates at v1.9.0: a CSIDriver,
+    # the controller Deployment, the node DaemonSet, RBAC).
+    {"url": "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "chart": "aws-fsx-csi-driver", "provides": []},
 )
 _BOOTSTRAP_GROUPS = (
     "kustomize.toolkit.fluxcd.io",
@@ -119,6 +122,7 @@ def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
     """ "group/Kind" -> where its CRD comes from."""
     table = _provider_table(scope)
     sources = {(m.kind, m.namespace or "flux-system", m.name): m for m in scope.objects}
+    installs = {id(r.manifest): r.objects for r in scope.releases}  # what each rendered HelmRelease installs
     found: dict[str, list[Provider]] = {}
     for top in scope.kustomizations:
         for manifest in top.objects:
@@ -141,6 +145,11 @@ def providers(scope: Scope, graph: Graph) -> dict[str, list[Provider]]:
                         for key in entry.get("provides") or []:
                             found.setdefault(str(key), []).append(Provider(top, manifest, _key(manifest)))
             elif manifest.kind == "HelmRelease":
+                for installed in installs.get(id(manifest), ()):
+                    if installed.kind == "CustomResourceDefinition":
+                        spec = mapping(installed.doc, "spec")
+                        key = f"{spec.get('group', '')}/{mapping(spec, 'names').get('kind', '')}"
+                        found.setdefault(key, []).append(Provider(top, manifest))
                 chart = str(mapping(manifest.doc, "spec", "chart", "spec").get("chart", ""))
                 ref = mapping(manifest.doc, "spec", "chartRef")  # a chart straight from an OCIRepository
                 source = sources.get(
@@ -238,14 +247,23 @@ def dependency_cycle(scope: Scope):
     remediation="Install the CRD in a Kustomization the resource's Kustomization depends on; for a remote "
     "source, add it to crd_providers in platform.yaml.",
     docs="""Without its CustomResourceDefinition the API server rejects the object ("no matches for kind")
-      and the whole Kustomization fails. CRDs are found in the rendered output, in the remote sources listed
+      and the whole Kustomization fails. CRDs are found in the rendered output (what HelmReleases install
+      included: a chart's crds/ and templates, as helm-controller installs them), in the remote sources listed
       in the tool's `rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
       platform.yaml (entries `{url: <git or oci url>, provides: [group/Kind]}` or `{chart: <name>,
-      provides: [...]}`). Flux's own kinds come from `flux bootstrap`.""",
+      provides: [...]}`). Flux's own kinds come from `flux bootstrap`. Premise: every HelmRelease the
+      resource's Kustomization depends on (or applies itself) is rendered or listed there; one whose chart is not
+      rendered here (offline, a source the repository does not hold) may install the CRD, so the rule says
+      nothing about those resources and validate's notes name the release.""",
 )
 def crd_not_installed(scope: Scope):
-    found = providers(scope, Graph(scope))
+    graph = Graph(scope)
+    found = providers(scope, graph)
+    unknown = _unknown_installers(scope)
     for kustomization in scope.kustomizations:
+        key = _key(kustomization.manifest)
+        if unknown & {key, *graph.reachable(key)}:
+            continue  # a chart not rendered here may install the CRD before these objects are applied
         for manifest in kustomization.objects:
             if (
                 is_custom_resource(manifest)
@@ -257,6 +275,39 @@ def crd_not_installed(scope: Scope):
                     f"nothing in this environment installs the CRD of {manifest.api_version} {manifest.kind}",
                     ("apiVersion",),
                 )
+
+
+def _unknown_installers(scope: Scope) -> set[tuple[str, str]]:
+    """The entry points that apply a HelmRelease whose chart is not rendered here (offline, a source the
+    repository does not hold) and not in the provider table: what it installs is not known."""
+    unrendered = {id(r.manifest) for r in scope.releases if r.note}
+    table = _provider_table(scope)
+    found = set()
+    for top in scope.kustomizations:
+        for manifest in top.objects:
+            if id(manifest) in unrendered and not _listed(manifest, table, scope):
+                found.add(_key(top.manifest))
+    return found
+
+
+def _listed(release: Manifest, table: list[dict], scope: Scope) -> bool:
+    """Whether the provider table says what a HelmRelease's chart installs (by chart name or source URL)."""
+    chart = str(mapping(release.doc, "spec", "chart", "spec").get("chart", ""))
+    ref = mapping(release.doc, "spec", "chartRef") or mapping(release.doc, "spec", "chart", "spec", "sourceRef")
+    namespace = str(ref.get("namespace") or release.namespace or "flux-system")
+    source = next(
+        (
+            m
+            for m in scope.objects
+            if (m.kind, m.namespace or "flux-system", m.name) == (ref.get("kind"), namespace, ref.get("name"))
+        ),
+        None,
+    )
+    url = normalise_url(mapping(source.doc, "spec").get("url", "")) if source else ""
+    return any(
+        (chart and entry.get("chart") == chart) or (url and entry.get("url") and normalise_url(entry["url"]) == url)
+        for entry in table
+    )
 
 
 def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:

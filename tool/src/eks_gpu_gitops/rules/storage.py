@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from ..facts import fsx
-from ..model import Scope, mapping, plural, quantity, sequence
+from ..model import GPU, Scope, mapping, plural, quantity, selects, sequence, untolerated
+from ..model.plugins import FSX_CSI_DRIVER, gpu_groups, plugin_daemonsets
 from .registry import Finding, category
 
 rule = category("FSx for Lustre")
@@ -338,3 +339,49 @@ def reclaim_policy_recycle(scope: Scope):
             value = value.get(key) if isinstance(value, dict) else None
         if value == "Recycle":
             yield Finding(manifest, f"{manifest.kind} {manifest.name} has reclaim policy Recycle", path)
+
+
+@rule(
+    "fsx-node-plugin-not-on-gpu-nodes",
+    "error",
+    requires=("cluster",),
+    description="The FSx CSI node plugin does not tolerate the taint of the GPU nodes whose pods mount FSx",
+    remediation="Let the node DaemonSet tolerate the GPU node group's taints: in the aws-fsx-csi-driver chart, "
+    "keep node.tolerateAllTaints: true (its default) or list the taint under node.tolerations.",
+    docs="""Premise: the environment's pods that run on a tainted GPU node group (they request GPUs, or
+      select only GPU nodes) mount a claim of an FSx for Lustre StorageClass, and the FSx CSI driver's node
+      DaemonSet is rendered (its kustomize overlay, or the chart a HelmRelease installs) with selectors that
+      admit that group. A node plugin that does not tolerate the group's taint never runs on those nodes, so
+      the kubelet there cannot mount Lustre: the training pods stay ContainerCreating and the job never
+      starts. The chart's default (`node.tolerateAllTaints: true`) tolerates every taint; setting it to false
+      keeps only `node.tolerations`.""",
+)
+def fsx_node_plugin_not_on_gpu_nodes(scope: Scope):
+    fsx_claims = {
+        (scope.namespace_of(claim), claim.name)
+        for claim in claims(scope)
+        if mapping(claim.doc, "spec").get("storageClassName") in {c.name for c in fsx_classes(scope)}
+    }
+    gpu = {group.name: group for group in gpu_groups(scope) if group.taints}
+    mounting = {}  # GPU node group name -> a pod template there that mounts FSx
+    for template in scope.pod_templates:
+        namespace = scope.namespace_of(template.owner)
+        if not any((namespace, name) in fsx_claims for name, _ in template.claims()):
+            continue
+        selected = [g for g in scope.node_groups if selects(template, g)]
+        if template.request(GPU) <= 0 and any(g.name not in gpu for g in selected):
+            continue  # not a pod that runs only on GPU nodes
+        for group in selected:
+            if group.name in gpu and not untolerated(template, group):
+                mounting.setdefault(group.name, template)
+    for plugin in plugin_daemonsets(scope, FSX_CSI_DRIVER):
+        for name, user in mounting.items():
+            group = gpu[name]
+            if selects(plugin, group) and untolerated(plugin, group):
+                taints = ", ".join(str(t) for t in untolerated(plugin, group))
+                yield Finding(
+                    plugin.owner,
+                    f"FSx CSI node plugin {plugin.owner.name} does not tolerate {taints} of {group.describe()}, "
+                    f"so {user.full_label} there cannot mount its FSx claim and stays ContainerCreating",
+                    (*plugin.path, "tolerations"),
+                )

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.errors import InputError
-from ..facts import eks
 from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, read_file, relative
-from ..render import helper, platform, post_build
+from ..render import helm_release, helper, platform, post_build
 from ..render import repository as render
+from ..render.capabilities import kubernetes_version_of
 from .plan import Plan, check_readable
 
 
@@ -21,20 +21,6 @@ def _cluster_config_from(path: Path, root: Path) -> Manifest:
     if len(configs) != 1:
         raise InputError(f"{path}: --cluster-config needs exactly one eksctl ClusterConfig, found {len(configs)}")
     return configs[0]
-
-
-def kubernetes_version_of(cluster_config: Manifest | None, override: str | None) -> tuple[str, str]:
-    """(version, where it came from)."""
-    if override:
-        return override, "--kubernetes-version"
-    if cluster_config is None:
-        return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default, as no ClusterConfig was given"
-    version = str(cluster_config.metadata.get("version", "") or "")
-    if version in ("", "auto"):
-        return eks.DEFAULT_KUBERNETES_VERSION, "eksctl's default for metadata.version auto"
-    if version == "latest":
-        return eks.SUPPORTED_KUBERNETES_VERSIONS[-1], "the newest EKS version this template knows"
-    return version, "the ClusterConfig"
 
 
 def _platform(root: Path) -> dict:
@@ -82,10 +68,21 @@ def load(
     if plan.repository:
         environments = render.render_repository(plan.root, plan.envs, progress=progress, skip_missing=True)
         scopes = [
-            Scope(e.name, e.objects, override or e.cluster_config, e.kustomizations, complete=True, platform=settings)
+            Scope(
+                e.name,
+                e.objects,
+                override or e.cluster_config,
+                e.kustomizations,
+                complete=True,
+                platform=settings,
+                releases=e.releases,
+            )
             for e in environments
         ]
-        notes = [[*post_build.notes(e.name, e.kustomizations), *render.unfollowed(e)] for e in environments]
+        notes = [
+            [*post_build.notes(e.name, e.kustomizations), *render.unfollowed(e), *helm_release.notes(e)]
+            for e in environments
+        ]
     else:
         scopes = [_read_inputs(plan, override, settings, progress)]
         notes = [[]]

@@ -119,8 +119,11 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
 
         parts = check_parts(scopes, SchemaChecker(store), locator, notes, progress)
     if results is not None:
+        # Not kept: an environment a chart of which could not be fetched (the next run may get it).
+        unsettled = {scope.env for scope in scopes if any(release.retry for release in scope.releases)}
         for part in parts:
-            results.put(keys.get(part.env), part)
+            if part.env not in unsettled:
+                results.put(keys.get(part.env), part)
         fresh = {part.env: part for part in parts}
         parts = [kept.get(env) or fresh[env] for env in names]
     result = merge(parts, _settled_lint(lint_findings, locator))

@@ -4,8 +4,9 @@ neither renders nor checks an environment that did not change.
 The key of an environment: render_cache.environment_fingerprint (every file its render reads: clusters/<env>,
 each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: the
 tool's own code (every .py file of eks_gpu_gitops), platform.yaml, what decides what the render copies (.gitignore,
-the rules of Flux's artifact: every .sourceignore), the kustomize that builds, the schema files and the
-versions of the schema libraries, and the --kubernetes-version option. An environment whose render cannot be
+the rules of Flux's artifact: every .sourceignore), the helper that renders, the charts the chart cache has
+resolved and whether the network may be used, the schema files and the versions of the schema libraries, and
+the --kubernetes-version option. An environment whose render cannot be
 told offline (a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
 
 Entries live in the render cache's folder (GITOPS_RENDER_CACHE; `off` turns this off too). What is kept is
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from ..core.credentials import mask_text
 from ..core.errors import DEBUG_VARIABLE
-from ..render import helper, platform, render_cache
+from ..render import helm_release, helper, platform, render_cache
 from ..render.flux_build import listed_files
 from ..render.flux_source import ArtifactFilter, regular_file_bytes
 from ..schemas.store import SchemaStore
@@ -141,6 +142,7 @@ class ResultsCache:
         for part in (
             _tools_digest(),
             helper.builder(),
+            helm_release.cache_identity(),
             _library_versions(),
             kubernetes_version or "",
             os.environ.get(DEBUG_VARIABLE, ""),  # a rule that fails raises with it, rather than a finding
