@@ -104,24 +104,27 @@ format: setup
 	$(RUFF) check --fix .
 	$(RUFF) format .
 
+CORPUS ?= $(abspath ../shared/corpus)
 TEST_ENV := GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX=1 \
-  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1
+  GITOPS_CONTROL_PLANE_BIN=$(CONTROL_PLANE) GITOPS_REQUIRE_CONTROL_PLANE=1 \
+  GITOPS_HELM=$(HELM) GITOPS_REQUIRE_CHARTS=1 GITOPS_CORPUS_DIR=$(CORPUS) TOOLS_CACHE=$(TOOLS_CACHE)
 
 # The Go builds first, each in its own process (make -j runs them side by side), then the two suites.
 test: lint
-	$(MAKE) --no-print-directory -j 3 $(FLUX) $(CONTROL_PLANE)/.built $(HELPER) $(WHEEL)
+	$(MAKE) --no-print-directory -j 3 $(FLUX) $(CONTROL_PLANE)/.built $(HELPER) $(HELM) $(WHEEL)
 	$(MAKE) --no-print-directory test-tool test-template
 
 test-tool: setup
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tool/tests
 
 test-template: setup
-	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) TOOLS_CACHE=$(TOOLS_CACHE) \
+	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: setup helper kubeconform helm
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_KUBECONFORM=$(KUBECONFORM) $(BIN)/python tools/bench_pipeline.py
+	GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_HELM=$(HELM) $(BIN)/python tools/bench_helm.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_diff.py
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench_cache.py
 	$(MAKE) -C "{{cookiecutter.project_slug}}/trainer" bench VENV=$(TRAINER_VENV)

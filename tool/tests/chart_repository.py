@@ -6,6 +6,8 @@
 - real_chart: upstream charts, taken from the Go module proxy's zips of their repositories (Go needed).
 - OciRegistry / push_chart: an OCI registry on 127.0.0.1 (go-containerregistry's, built with Go) and a chart
   pushed to it with Helm's media types.
+- template_charts / fsx_chart: the template's HTTP charts at its pins, packed (the FSx CSI driver's, re-versioned
+  from real_chart's, and a stand-in for Cluster Autoscaler's), for the tests and tools/bench_helm.py.
 
 Only the standard library and PyYAML; Go is needed for real_chart and OciRegistry only, which return None
 (real_chart, oci_registry_binary) when it or the module is not available, so that tests can skip.
@@ -591,3 +593,69 @@ def push_chart(tgz: Path, registry_url: str, namespace: str = "") -> PushedChart
         pass
     host = urllib.parse.urlsplit(registry_url).netloc
     return PushedChart(f"oci://{host}/{repository}", version, "sha256:" + hashlib.sha256(body).hexdigest())
+
+
+# --- the template's charts ---------------------------------------------------------------------------------------
+
+# Cluster Autoscaler's chart 9.59.0 is in no registry this machine reaches (its repository's tags are not Go
+# modules): a stand-in with the values the template sets.
+AUTOSCALER_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels:
+    app.kubernetes.io/name: cluster-autoscaler
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: cluster-autoscaler
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: cluster-autoscaler
+    spec:
+      serviceAccountName: {{ .Values.rbac.serviceAccount.name }}
+      nodeSelector: {{ toJson .Values.nodeSelector }}
+      containers:
+        - name: cluster-autoscaler
+          image: registry.k8s.io/autoscaling/cluster-autoscaler:{{ .Values.image.tag }}
+          command:
+            - ./cluster-autoscaler
+            - --cloud-provider={{ .Values.cloudProvider }}
+            {{- range $key, $value := .Values.extraArgs }}
+            - --{{ $key }}={{ $value }}
+            {{- end }}
+"""
+AUTOSCALER_VALUES = {
+    "image": {"tag": "v1.34.5"},
+    "cloudProvider": "aws",
+    "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}},
+    "nodeSelector": {},
+    "extraArgs": {},
+}
+
+
+def fsx_chart(root: Path, version: str = "1.17.0", app_version: str = "1.9.0") -> Path:
+    """The FSx CSI driver's chart as `version`: real_chart's 1.16.0 copied to root/aws-fsx-csi-driver with that
+    version, `app_version` and the image tag v<app_version> (the template's 1.17.0 differs from 1.16.0 in these
+    only: REAL_CHARTS). Raises when real_chart cannot give it (Go or the module proxy missing)."""
+    source = real_chart("aws-fsx-csi-driver")
+    if source is None:
+        raise RuntimeError("Go or the module proxy could not give the FSx CSI driver's chart")
+    chart = copy_chart(source, root, version=version, app_version=app_version)
+    values = chart / "values.yaml"
+    values.write_text(values.read_text().replace('tag: "v1.8.0"', f'tag: "v{app_version}"', 1))
+    return chart
+
+
+def template_charts(work: Path) -> Path:
+    """work/served, the template's HTTP charts at its pins packed into it: the FSx CSI driver's 1.17.0 (fsx_chart;
+    its folder is work/fsx-1.17.0/aws-fsx-csi-driver) and the Cluster Autoscaler stand-in 9.59.0 (its folder is
+    work/src/cluster-autoscaler). Kueue's is served through OCI: push_chart(package_chart(real_chart("kueue"),
+    ...), registry, "kueue/charts"). Raises when real_chart cannot give the FSx chart."""
+    work = Path(work)
+    served = work / "served"
+    package_chart(fsx_chart(work / "fsx-1.17.0"), served)
+    templates = {"deployment.yaml": AUTOSCALER_DEPLOYMENT}
+    package_chart(make_chart(work / "src", "cluster-autoscaler", "9.59.0", templates, AUTOSCALER_VALUES), served)
+    return served

@@ -184,3 +184,66 @@ def test_post_build_substitution_renders_as_flux_builds_it(repo_copy):
     data = expected[("v1", "ConfigMap", "training", "substituted")]["data"]
     assert (data["escaped"], data["upper"], data["defaulted"]) == ("${RUN_NAME} $nightly", "NIGHTLY", "ten")
     assert expected[("v1", "ConfigMap", "training", "left-alone")]["data"]["script"] == "echo ${RUN_NAME} $${HOME}"
+
+
+def test_a_path_without_a_kustomization_file_renders_as_flux_builds_it(repo_copy):
+    """Flux generates the kustomization: every manifest below the path, a sub-folder with its own kustomization
+    file as a whole, and the Kustomization's transforms on top."""
+    folder = repo_copy / "overlays/dev/plain"
+    (folder / "nested").mkdir(parents=True)
+    (folder / "config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  a: b\n")
+    (folder / "deep").mkdir()
+    (folder / "deep" / "other.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\n")
+    (folder / "nested" / "kustomization.yaml").write_text("resources: [cm.yaml]\nnamePrefix: nested-\n")
+    (folder / "nested" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inner\n")
+    entry = repo_copy / "clusters/dev/training.yaml"
+    doc = yaml.safe_load(entry.read_text())
+    doc["spec"]["path"] = "./overlays/dev/plain"
+    doc["spec"]["targetNamespace"] = "training"
+    entry.write_text(yaml.safe_dump(doc, sort_keys=False))
+    (environment,) = render.render_repository(repo_copy, ["dev"])
+    training = next(k for k in environment.kustomizations if k.name == "training")
+    expected = flux_build(repo_copy, training)
+    assert sorted(name for _, _, _, name in expected) == ["deep", "nested-inner", "plain"]
+    assert ours(training) == expected
+    files = {m.name: m.file for m in training.objects}
+    assert files == {"plain": "overlays/dev/plain/config.yaml", "deep": "overlays/dev/plain/deep/other.yml",
+                     "nested-inner": "overlays/dev/plain/nested/cm.yaml"}  # fmt: skip
+
+
+def test_flux_components_render_as_flux_builds_them(repo_copy):
+    component = repo_copy / "overlays/dev/extra"
+    component.mkdir()
+    (component / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels:\n  component: extra\n"
+    )
+    entry = repo_copy / "clusters/dev/training.yaml"
+    doc = yaml.safe_load(entry.read_text())
+    doc["spec"]["components"] = ["../extra"]
+    entry.write_text(yaml.safe_dump(doc, sort_keys=False))
+    training = kustomizations(repo_copy, "dev")["training"]
+    expected = flux_build(repo_copy, training)
+    assert ours(training) == expected
+    assert all(d["metadata"]["labels"]["component"] == "extra" for d in expected.values())
+
+
+def test_substitute_strategy_always_renders_as_flux_builds_it(repo_copy):
+    """With no variable at all Flux substitutes nothing, unless substituteStrategy is Always (kustomize-controller
+    v1.9): then defaults apply."""
+    folder = repo_copy / "overlays/dev/training"
+    (folder / "defaults.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: defaults\n  namespace: training\n"
+        "data:\n  epochs: ${EPOCHS:=10}\n"
+    )
+    kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    kustomization["resources"].append("defaults.yaml")
+    (folder / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
+    entry = repo_copy / "clusters/dev/training.yaml"
+    doc = yaml.safe_load(entry.read_text())
+    for strategy, epochs in ((None, "${EPOCHS:=10}"), ("Always", 10)):
+        doc["spec"]["postBuild"] = {"substitute": {}} | ({"substituteStrategy": strategy} if strategy else {})
+        entry.write_text(yaml.safe_dump(doc, sort_keys=False))
+        training = kustomizations(repo_copy, "dev")["training"]
+        expected = flux_build(repo_copy, training)
+        assert ours(training) == expected, strategy
+        assert expected[("v1", "ConfigMap", "training", "defaults")]["data"]["epochs"] == epochs, strategy

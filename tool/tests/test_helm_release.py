@@ -25,12 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chart_repository import (  # noqa: E402
     ChartRepository,
     OciRegistry,
-    copy_chart,
+    fsx_chart,
     make_chart,
     oci_registry_binary,
     package_chart,
     push_chart,
     real_chart,
+    template_charts,
 )
 from conftest import REPO  # noqa: E402
 from diff_fixtures import GitRepo, environments, objects  # noqa: E402
@@ -45,35 +46,6 @@ FSX_RELEASE = "overlays/base/fsx-csi/helmrelease.yaml"
 AUTOSCALER_RELEASE = "overlays/base/cluster-autoscaler/helmrelease.yaml"
 SECRET_TAG = "v1.34.5-s3cr3t-7c1d9e"
 
-# Cluster Autoscaler's chart 9.59.0 is in no registry this machine reaches (its repository's tags are not Go
-# modules): a stand-in with the values the template sets.
-AUTOSCALER_DEPLOYMENT = """apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-  labels:
-    app.kubernetes.io/name: cluster-autoscaler
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: cluster-autoscaler
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: cluster-autoscaler
-    spec:
-      serviceAccountName: {{ .Values.rbac.serviceAccount.name }}
-      nodeSelector: {{ toJson .Values.nodeSelector }}
-      containers:
-        - name: cluster-autoscaler
-          image: registry.k8s.io/autoscaling/cluster-autoscaler:{{ .Values.image.tag }}
-          command:
-            - ./cluster-autoscaler
-            - --cloud-provider={{ .Values.cloudProvider }}
-            {{- range $key, $value := .Values.extraArgs }}
-            - --{{ $key }}={{ $value }}
-            {{- end }}
-"""
 WIDGET_CRD = """apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
@@ -102,37 +74,14 @@ def charts(tmp_path_factory):
             pytest.fail("GITOPS_REQUIRE_CHARTS is set, and Go or the module proxy could not give the charts")
         pytest.skip("Go or the module proxy could not give the real charts and the OCI registry")
     work = tmp_path_factory.mktemp("charts")
-    served = work / "served"
-    # The module proxy's aws-fsx-csi-driver v1.9.0 holds chart 1.16.0: the template's 1.17.0 differs from it only
-    # in its version, appVersion and image tag (chart_repository.REAL_CHARTS), set here.
-    pinned = copy_chart(fsx, work / "fsx-1.17.0", version="1.17.0", app_version="1.9.0")
-    _set_image_tag(pinned, "v1.9.0")
-    package_chart(pinned, served)
-    bumped = copy_chart(fsx, work / "fsx-1.17.1", version="1.17.1", app_version="1.9.1")
-    _set_image_tag(bumped, "v1.9.1")
-    package_chart(bumped, served)
-    values = {
-        "image": {"tag": "v1.34.5"},
-        "cloudProvider": "aws",
-        "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}},
-        "nodeSelector": {},
-        "extraArgs": {},
-    }
-    autoscaler = make_chart(
-        work / "src", "cluster-autoscaler", "9.59.0", {"deployment.yaml": AUTOSCALER_DEPLOYMENT}, values
-    )
-    package_chart(autoscaler, served)
+    served = template_charts(work)  # FSx 1.17.0 (its folder below) and the Cluster Autoscaler stand-in 9.59.0
+    pinned = work / "fsx-1.17.0" / "aws-fsx-csi-driver"
+    package_chart(fsx_chart(work / "fsx-1.17.1", "1.17.1", "1.9.1"), served)
     widget = {"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: widgets\ndata: {a: b}\n"}
     package_chart(make_chart(work / "src", "widgets", "1.0.0", widget, crds={"widget.yaml": WIDGET_CRD}), served)
     with ChartRepository(served) as http, OciRegistry(registry) as oci:
         pushed = push_chart(package_chart(kueue, work / "oci"), oci.url, "kueue/charts")
         yield SimpleNamespace(http=http, oci=pushed, work=work, pinned=pinned)
-
-
-def _set_image_tag(chart: Path, tag: str) -> None:
-    values = chart / "values.yaml"
-    text = values.read_text()
-    values.write_text(text.replace('tag: "v1.8.0"', f'tag: "{tag}"', 1))
 
 
 @pytest.fixture

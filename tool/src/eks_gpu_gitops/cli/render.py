@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..render import helm_release
 from ..render.output import check_output, write_rendered
 from ..render.repository import render_repository, repository_root
 from . import conventions as cli
@@ -32,12 +33,15 @@ def _render(argv: list[str] | None) -> int:
     environments = render_repository(root, args.env, progress=cli.progress(VERB))
     write_rendered(environments, out)
     for environment in environments:
-        counts = ", ".join(
-            [f"{k.name} {len(k.objects)}" for k in environment.kustomizations]
-            + [f"HelmRelease {r.name} {len(r.objects) if not r.note else 'not rendered'}" for r in environment.releases]
+        for note in helm_release.notes(environment):
+            cli.say(VERB, f"note: {note}")
+        counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)
+        releases = ", ".join(
+            f"{r.name} {'not rendered' if r.note else len(r.objects)}" for r in environment.releases
         )
+        charts = f"; HelmReleases {releases}" if releases else ""
         eksctl = "yes" if environment.cluster_config else "no"
-        print(f"{environment.name}: {counts}; eksctl {eksctl} -> {out / environment.name}")
+        print(f"{environment.name}: {counts}; eksctl {eksctl}{charts} -> {out / environment.name}")
     return 0
 
 

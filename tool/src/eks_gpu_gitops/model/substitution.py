@@ -1,19 +1,15 @@
 """Flux's post-build variable substitution: which variables a rendered object asks Flux to fill in.
 
-kustomize-controller v1.9.4 runs envsubst over every object of a Flux Kustomization that has
-`spec.postBuild` (its go.mod pins fluxcd/pkg kustomize v1.35.4, kustomize/kustomize_varsub.go, and
-envsubst v1.7.0, ported in envsubst.py; post_build.py applies it to a render). Read the same way:
+The substitution itself runs in the helper with Flux's own library (render/post_build.py). What is here reads
+objects for the rules, where Flux does not substitute (no postBuild, substitution disabled) or to say where a
+reference is, the way fluxcd/pkg/envsubst v1.7.1 (kustomize-controller v1.9.5's) reads them:
 - only the braced form is a variable; `$$` is an escaped `$`, so `$${NAME}` is literal text and
   `$$${NAME}` a `$` followed by a variable;
 - `${NAME=x}`, `${NAME:=x}`, `${NAME:-x}`, `${NAME:?x}` and `${NAME:+x}` give a value when NAME has
-  none (all of them mean "x when empty" in Flux's envsubst); other operators (`${NAME:1}`,
-  `${NAME,}`, `${NAME/a/b}`, `${#NAME}`) do not;
-- what the parser refuses (`${NAME-x}`, `${NAME+x}`, `${ NAME }`) fails the whole Kustomization;
-- a variable with neither a value nor a default fails the whole Kustomization: kustomize-controller
-  v1.9 turned the StrictPostBuildSubstitutions feature gate on by default (internal/features/features.go,
-  "opt-out from v1.9"); without it, or in `flux build kustomization` without --strict-substitute, it
-  becomes an empty string. An object labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
-  disabled` is left alone.
+  none; other operators (`${NAME:1}`, `${NAME,}`, `${NAME/a/b}`, `${#NAME}`) do not;
+- a variable with neither a value nor a default fails the whole Kustomization (strict substitution, on
+  by default since kustomize-controller v1.9). An object labelled or annotated
+  `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone.
 """
 
 from __future__ import annotations

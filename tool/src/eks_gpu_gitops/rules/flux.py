@@ -87,8 +87,8 @@ def flux_variable_unset(scope: Scope):
     remediation="Write variables as ${NAME}, ${NAME:=default} or ${NAME:-default} (escape a literal as "
     "$${...}), name variables [_a-zA-Z][_a-zA-Z0-9]*, and apply a substituteFrom source in a Kustomization "
     "this one dependsOn.",
-    docs="""Flux's envsubst refuses `${NAME-x}`, `${NAME+x}` (only the `:-`, `:+`, `:=`, `:?` and `=` forms
-      take a default) and `${ NAME }`, and a postBuild variable (a `substitute` key, or a key of a
+    docs="""Flux's envsubst (fluxcd/pkg/envsubst v1.7.1, which the render runs) refuses what it cannot parse (an
+      unclosed `${NAME`, `${}`, `${ NAME }`), and a postBuild variable (a `substitute` key, or a key of a
       `substituteFrom` ConfigMap or Secret) whose name is not `[_a-zA-Z][_a-zA-Z0-9]*`; a substituted
       object that is no longer valid YAML (a value with `: ` in it) fails too. One such problem fails the
       whole Kustomization, so none of its objects is applied. A `substituteFrom` ConfigMap or Secret that
