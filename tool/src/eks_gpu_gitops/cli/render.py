@@ -36,9 +36,7 @@ def _render(argv: list[str] | None) -> int:
         for note in helm_release.notes(environment):
             cli.say(VERB, f"note: {note}")
         counts = ", ".join(f"{k.name} {len(k.objects)}" for k in environment.kustomizations)
-        releases = ", ".join(
-            f"{r.name} {'not rendered' if r.note else len(r.objects)}" for r in environment.releases
-        )
+        releases = ", ".join(f"{r.name} {'not rendered' if r.note else len(r.objects)}" for r in environment.releases)
         charts = f"; HelmReleases {releases}" if releases else ""
         eksctl = "yes" if environment.cluster_config else "no"
         print(f"{environment.name}: {counts}; eksctl {eksctl}{charts} -> {out / environment.name}")
