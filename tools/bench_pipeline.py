@@ -11,7 +11,8 @@ hits all alike), every command a fresh process:
   `kubectl kustomize`, with Flux's load restrictor), a pool of one worker per core, each build's output
   written to a file in a temporary folder; then ONE `kubeconform -strict -summary` process over all of
   those files, with the Kubernetes schemas and the CRD (and eksctl) schemas;
-- validate cold: `scripts/validate --format json` with an empty render cache (GITOPS_RENDER_CACHE);
+- validate cold: `scripts/validate --format json` with an empty render cache (GITOPS_RENDER_CACHE), offline
+  (GITOPS_OFFLINE=1: like the pipeline, it renders no HelmRelease's chart; tools/bench_helm.py times charts);
 - validate warm: the same again with the cache the cold run left.
 
 The schemas, made once before any timing, offline (nothing here reaches GitHub):
@@ -173,7 +174,9 @@ def pipeline(folders: list[Path], kubeconform: list[str], work: Path) -> tuple[d
 
 def validate(project: Path, cache: Path) -> tuple[tuple[float, float], dict]:
     """((wall, CPU), report summary) of `scripts/validate --format json`, a fresh process, render cache `cache`."""
-    env = {**os.environ, "GITOPS_RENDER_CACHE": str(cache)}
+    # Offline: the pipeline renders no HelmRelease's chart, so neither does validate here (tools/bench_helm.py
+    # times validate with and without charts); the fleet's chart repositories are on the internet.
+    env = {**os.environ, "GITOPS_RENDER_CACHE": str(cache), "GITOPS_OFFLINE": "1"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as tools/bench_cache.py: compiled modules kept, as users have
     seconds, result = timed([str(project / "scripts" / "validate"), "--format", "json"], cwd=project, env=env)
     if result.returncode not in (0, 1) or not result.stdout:

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	v2 "github.com/fluxcd/helm-controller/api/v2"
@@ -17,6 +19,8 @@ import (
 	helmchart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	helmrelease "helm.sh/helm/v4/pkg/release/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // renderRelease renders a HelmRelease's chart as helm-controller v1.6.4 installs it, client-side:
@@ -101,7 +105,34 @@ func renderRelease(req request) response {
 			out.WriteString("---\n" + strings.TrimSpace(hook.Manifest) + "\n")
 		}
 	}
-	return response{YAML: out.String()}
+	documents, err := jsonDocuments(out.String())
+	if err != nil {
+		return response{Error: fmt.Sprintf("the chart's output: %v", err)}
+	}
+	return response{Documents: documents}
+}
+
+// jsonDocuments are the documents of a YAML stream as JSON, converted as the API machinery converts what it
+// is sent (sigs.k8s.io/yaml), so the tool reads them without a YAML parser of its own; empty ones are left out.
+func jsonDocuments(text string) ([]json.RawMessage, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+	documents := []json.RawMessage{}
+	for {
+		document, err := reader.Read()
+		if err == io.EOF {
+			return documents, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		converted, err := yaml.YAMLToJSON(document)
+		if err != nil {
+			return nil, err
+		}
+		if trimmed := bytes.TrimSpace(converted); len(trimmed) > 0 && string(trimmed) != "null" {
+			documents = append(documents, json.RawMessage(trimmed))
+		}
+	}
 }
 
 func chartCRDs(crds []helmchart.CRD, obj v2.HelmRelease) (string, error) {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 )
@@ -49,6 +50,8 @@ type response struct {
 	YAML    string `json:"yaml,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Origins bool   `json:"origins,omitempty"`
+	// helm: the rendered documents, as JSON
+	Documents []json.RawMessage `json:"documents,omitempty"`
 	// substitute
 	Objects []substituted `json:"objects,omitempty"`
 	// chart
@@ -89,6 +92,11 @@ func answer(line []byte) (reply response) {
 }
 
 func main() {
+	// A chart's render allocates a lot that lives briefly (Helm's, then kustomize's parse of every manifest):
+	// collecting at 4x the live heap instead of 2x takes a third off a Kueue render for ~100 MB more.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	clean := builtinSchema()
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)

@@ -192,8 +192,9 @@ def relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Writes a value repeated through YAML aliases in full each time, as kubectl applies it (no &id001)."""
+class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
+    """Writes a value repeated through YAML aliases in full each time, as kubectl applies it (no &id001); with
+    libyaml's emitter where PyYAML has it (a chart's CRDs are large)."""
 
     def ignore_aliases(self, data):
         return True

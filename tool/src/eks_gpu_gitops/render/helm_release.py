@@ -27,7 +27,8 @@ import json
 import os
 import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -36,7 +37,7 @@ from ..core import credentials
 from ..core.errors import InputError
 from ..core.network import offline
 from ..model import CLUSTER_SCOPED, HELM_RELEASE, Environment, HelmReleaseRender, Manifest, mapping, sequence
-from ..model.manifest import from_documents, load_documents
+from ..model.manifest import from_documents
 from . import helper, render_cache
 from .capabilities import api_versions, cluster_scoped_kinds, kubernetes_version_of
 
@@ -61,9 +62,10 @@ def chart_cache() -> Path:
 def render_environments(environments: list[Environment], workspace: Path, progress=None, workers: int = 1) -> None:
     """Give every environment its `releases`: each HelmRelease among its objects, with what it installs."""
     jobs = []
+    once = _Once()  # chart fetches and renders this call shares between its environments
     for environment in environments:
         objects = environment.objects
-        context = _Context(environment, objects, workspace)
+        context = _Context(environment, objects, workspace, once)
         environment.releases = [HelmReleaseRender(m) for m in objects if m.group_kind == HELM_RELEASE]
         jobs += [(context, release) for release in environment.releases]
     if not jobs:
@@ -90,12 +92,34 @@ def notes(environment: Environment) -> list[str]:
     return [f"{environment.name}: HelmRelease {r.name}: {r.note}" for r in environment.releases if r.note]
 
 
+class _Once:
+    """Results by key, each computed once per run even when asked for by several threads at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._futures: dict[str, Future] = {}
+
+    def get(self, key: str, compute):
+        with self._lock:
+            future = self._futures.get(key)
+            owner = future is None
+            if owner:
+                future = self._futures[key] = Future()
+        if owner:
+            try:
+                future.set_result(compute())
+            except BaseException as error:
+                future.set_exception(error)
+        return future.result()
+
+
 class _Context:
     """One environment as helm-controller and source-controller see it: its sources, ConfigMaps, Secrets."""
 
-    def __init__(self, environment: Environment, objects: list[Manifest], workspace: Path):
+    def __init__(self, environment: Environment, objects: list[Manifest], workspace: Path, once: _Once):
         self.environment = environment
         self.workspace = workspace
+        self.once = once
         self.index = {(m.kind, m.namespace or "default", m.name): m for m in objects if _indexed(m)}
         self.kubernetes_version = "v" + kubernetes_version_of(environment.cluster_config)[0] + ".0"
         self.api_versions = api_versions(objects)
@@ -119,7 +143,7 @@ def _render(context: _Context, release: HelmReleaseRender) -> HelmReleaseRender:
             return release
         release.chart = shown
         doc, sources = _values_from(context, doc, namespace, notes)
-        text = _install(context, doc, chart, sources, release)
+        documents = _install(context, doc, chart, sources, release)
     except _Fails as failure:
         release.error = str(failure)
         return release
@@ -128,7 +152,7 @@ def _render(context: _Context, release: HelmReleaseRender) -> HelmReleaseRender:
         return release
     spec = mapping(doc, "spec")
     target = str(spec.get("targetNamespace") or namespace)
-    objects = from_documents(load_documents(text, release.manifest.file), release.manifest.file)
+    objects = from_documents(documents, release.manifest.file)
     for manifest in objects:
         manifest.env, manifest.source = context.environment.name, f"HelmRelease {release.name}"
         metadata = manifest.doc.setdefault("metadata", {})
@@ -180,7 +204,7 @@ def _chart(context: _Context, doc: dict, namespace: str) -> tuple[str | None, st
             "timeout": _seconds(source_spec.get("timeout")),
             "shownName": f"{where}/{name}",
         }
-        return _fetch(request, f"OCIRepository {where}/{name}")
+        return _fetch(context, request, f"OCIRepository {where}/{name}")
     return _chart_from_spec(context, mapping(mapping(spec, "chart"), "spec"), namespace)
 
 
@@ -211,7 +235,7 @@ def _chart_from_spec(context: _Context, chart: dict, namespace: str) -> tuple[st
             "timeout": _seconds(source_spec.get("timeout")),
             "shownName": f"{where}/{name}",
         }
-        return _fetch(request, f"HelmRepository {where}/{name}")
+        return _fetch(context, request, f"HelmRepository {where}/{name}")
     if kind == "GitRepository":
         folder = _git_folder(source, where, name)
         if folder is None:
@@ -227,9 +251,10 @@ def _git_chart(folder: Path, chart_name: str, namespace: str, name: str) -> tupl
     return str(chart_dir), f"{chart_name} from GitRepository {namespace}/{name}", ""
 
 
-def _fetch(request: dict, source: str) -> tuple[str | None, str, str]:
+def _fetch(context: _Context, request: dict, source: str) -> tuple[str | None, str, str]:
     request = {**request, "cache": str(chart_cache()), "offline": offline()}
-    reply = helper.ask({"op": "chart", "chart": request}, source)
+    key = "chart " + json.dumps(request, sort_keys=True)
+    reply = context.once.get(key, lambda: helper.ask({"op": "chart", "chart": request}, source))
     if "error" in reply:
         raise _Fails(helper.masked_error(str(reply["error"])))
     fetched = reply.get("fetched") or {}
@@ -345,9 +370,9 @@ def _leaves(text: str) -> list[str]:
     return found
 
 
-def _install(context: _Context, doc: dict, chart: str, sources: list[dict], release: HelmReleaseRender) -> str:
-    """The chart's objects as helm-controller installs them, kept in the render cache by everything they
-    depend on."""
+def _install(context: _Context, doc: dict, chart: str, sources: list[dict], release: HelmReleaseRender) -> list:
+    """The documents of the chart's objects as helm-controller installs them, rendered once per run for the
+    same inputs (environments often share a release) and kept in the render cache by everything they depend on."""
     request = {
         "op": "helm",
         "release": doc,
@@ -356,24 +381,18 @@ def _install(context: _Context, doc: dict, chart: str, sources: list[dict], rele
         "kubeVersion": context.kubernetes_version,
         "apiVersions": context.api_versions,
     }
+    identity = {"helm": {**request, "chartPath": _content_digest(Path(chart))}, "helper": helper.builder()}
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
     def run() -> str:
         reply = helper.ask(request, f"HelmRelease {release.name}")
         if "error" in reply:
             raise _Fails(helper.masked_error(str(reply["error"])))
-        return str(reply.get("yaml", ""))
+        return json.dumps(reply.get("documents") or [], separators=(",", ":"))
 
     cache = render_cache.shared()
-    if cache is None:
-        return run()
-    key = hashlib.sha256(
-        json.dumps(
-            {"helm": {**request, "chartPath": _content_digest(Path(chart))}, "helper": helper.builder()},
-            sort_keys=True,
-            default=str,
-        ).encode()
-    ).hexdigest()
-    return cache.get_or_build(key, run)
+    text = context.once.get(key, run if cache is None else lambda: cache.get_or_build(key, run))
+    return json.loads(text)
 
 
 def _content_digest(path: Path) -> str:
