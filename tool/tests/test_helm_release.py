@@ -38,6 +38,7 @@ from diff_fixtures import GitRepo, environments, objects  # noqa: E402
 
 from eks_gpu_gitops.cli import render as render_cli  # noqa: E402
 from eks_gpu_gitops.cli import validate  # noqa: E402
+from eks_gpu_gitops.core.errors import InputError  # noqa: E402
 from eks_gpu_gitops.model import CLUSTER_SCOPED  # noqa: E402
 from eks_gpu_gitops.render import repository as render  # noqa: E402
 
@@ -422,3 +423,35 @@ def test_the_example_counts_the_crds_its_cert_manager_chart_installs(
         found, notes = _crd_findings(example, monkeypatch, capsys)
     assert not [n for n in notes if "HelmRelease" in n]
     assert found == ([] if enabled else [("ClusterIssuer/letsencrypt", "crd-not-installed")])
+
+
+def test_a_chart_from_an_oci_helm_repository_and_a_tag_it_does_not_have(repo, charts):
+    """A HelmRepository of type oci: the chart is <url>/<name>, its version a tag (Helm's registry client)."""
+    registry = charts.oci.url.rsplit("/", 1)[0]  # oci://127.0.0.1:PORT/kueue/charts
+    repository = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmRepository",
+        "metadata": {"name": "kueue-oci", "namespace": "flux-system"},
+        "spec": {"interval": "1h", "type": "oci", "url": registry, "insecure": True},
+    }
+    repo.add_resource("overlays/base/kueue", "helmrepository.yaml", repository)
+
+    def by_name(version: str):
+        def change(doc):
+            if doc["kind"] == "HelmRelease":
+                del doc["spec"]["chartRef"]
+                source = {"kind": "HelmRepository", "name": "kueue-oci"}
+                doc["spec"]["chart"] = {"spec": {"chart": "kueue", "version": version, "sourceRef": source}}
+
+        return change
+
+    _edit(repo, "overlays/base/kueue/helmrelease.yaml", by_name("0.19.x"))
+    release = _release(repo, "prod", "kueue")
+    assert (release.chart, release.error, len(release.objects)) == ("kueue 0.19.2", "", 78)
+    _edit(
+        repo, "overlays/base/kueue/helmrelease.yaml", lambda doc: doc["spec"]["chart"]["spec"].update(version="9.9.9")
+    )
+    with pytest.raises(InputError) as raised:
+        render.render_repository(repo.root, ["prod"])
+    assert str(raised.value).startswith("overlays/prod/infrastructure: HelmRelease flux-system/kueue: chart ")
+    assert 'kueue/charts/kueue version "9.9.9" not found' in str(raised.value)
