@@ -284,13 +284,16 @@ def test_render_replaces_only_its_own_output(repo, tmp_path):
     assert listing(foreign) == ["dev", "dev/notes.yaml"]
 
     out = tmp_path / "out"
-    assert tool(repo, "render", "--out", str(out)).returncode == 0
+    assert tool(repo, "render", "--env", "dev", "--out", str(out)).returncode == 0
+    assert "prod/eksctl.yaml" not in listing(out)
+    assert tool(repo, "render", "--out", str(out)).returncode == 0  # an earlier render's output: replaced whole
     first = listing(out)
     assert ".gitops-render" in first and "dev/training.yaml" in first and "prod/eksctl.yaml" in first
-    (out / "gone").mkdir()
-    (out / "gone" / "old.yaml").write_text("kind: Old\n")  # an environment an earlier render wrote
-    assert tool(repo, "render", "--out", str(out)).returncode == 0
-    assert listing(out) == first  # replaced as a whole
+    (out / "dev" / "mine.yaml").write_text("kind: Mine\n")  # a person's file, shaped like render's own
+    said = one_line(tool(repo, "render", "--out", str(out)), "render")
+    assert said == f"{out}: the folder holds files render did not write; choose another --out or empty it"
+    assert (out / "dev" / "mine.yaml").read_text() == "kind: Mine\n"
+    (out / "dev" / "mine.yaml").unlink()
 
     (out / "notes.txt").write_text("mine\n")  # a person's file in the output: no longer render's alone
     said = one_line(tool(repo, "render", "--out", str(out)), "render")

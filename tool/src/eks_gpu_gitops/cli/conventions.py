@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 
 from ..core.errors import DEBUG_VARIABLE, InputError
+from ..core.escaping import one_line
 from ..core.network import OFFLINE_VARIABLE
 
 PROG = "eks-gpu-gitops"
@@ -54,7 +55,7 @@ class Parser(argparse.ArgumentParser):
 
 def say(verb: str, message: str) -> None:
     """One line on stderr, whatever the message holds."""
-    print(f"{verb}: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    print(f"{verb}: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def progress(verb: str, quiet: bool = False) -> Callable[[str], None]:
@@ -65,7 +66,7 @@ def progress(verb: str, quiet: bool = False) -> Callable[[str], None]:
     def report(line: str) -> None:
         if not quiet:
             with lock:
-                sys.stderr.write(f"{verb}: {line}\n")
+                sys.stderr.write(f"{verb}: {one_line(line)}\n")
                 sys.stderr.flush()
 
     return report

@@ -163,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
     files = [str(path) for path in (args.markdown_output, args.output) if path is not None]
     if files:
         changed = ", ".join(env.name for env in report.changed) or "none"
-        print(f"{VERB}: environments with changes: {changed}; wrote {', '.join(files)}", file=sys.stderr)
+        cli.say(VERB, f"environments with changes: {changed}; wrote {', '.join(files)}")
     for broken in rendered.broken:  # after the diff of the others is written
-        print(f"{VERB}: {broken.line}", file=sys.stderr)
+        cli.say(VERB, broken.line)
     if rendered.broken:
         return 2
     return 1 if args.exit_code and report.has_changes else 0
@@ -182,7 +182,7 @@ def run_live(args: argparse.Namespace) -> int:
     )
     write(FORMATS[args.format](report, options), args.output)
     for problem in problems:  # objects the server refuses: validate --server explains them
-        print(f"{VERB}: the server refuses {problem}", file=sys.stderr)
+        cli.say(VERB, f"the server refuses {problem}")
     if problems:
         return 2
     return 1 if args.exit_code and report.has_changes else 0

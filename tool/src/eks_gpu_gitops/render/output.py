@@ -4,36 +4,45 @@ nothing, replacing only an earlier render's output."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..core.paths import file_in
 from ..model import Environment, dump
 from .repository import repository_root
 
 # Written into every render output: only a folder that holds it (and only what render writes) is replaced.
 RENDER_MARKER = ".gitops-render"
 _MARKER_TEXT = "Written by scripts/render; the next render replaces this whole folder.\n"
+# Then the files it wrote, one per line: a folder holding anything else is not replaced.
+_LISTED = "Files:\n"
 # Top-level folders of the repository that hold what Flux, kustomize and the tools read: never an output.
 _SOURCE_FOLDERS = ("clusters", "overlays", "scripts", "trainer", ".git", ".github")
 
 
 def _is_render_output(folder: Path) -> bool:
-    """Whether `folder` is empty, or an earlier render's output: its marker file and <env>/<name>.yaml
-    only, so replacing it loses nothing a person made."""
+    """Whether `folder` is empty, or an earlier render's output: its marker file and the files that marker
+    lists (<env>/<name>.yaml) only, so replacing it loses nothing a person made."""
     entries = list(folder.iterdir())
     if not entries:
         return True
     marker = folder / RENDER_MARKER
     if not marker.is_file() or marker.is_symlink():
         return False
+    text = marker.read_text(errors="replace")
+    if _LISTED not in text:
+        return False  # an older render's marker lists nothing: what is there cannot be told apart
+    listed = set(text.split(_LISTED, 1)[1].splitlines())
     for entry in entries:
         if entry == marker:
             continue
         if not entry.is_dir() or entry.is_symlink():
             return False
-        if any(not f.is_file() or f.is_symlink() or f.suffix != ".yaml" for f in entry.iterdir()):
+        if any(f"{entry.name}/{f.name}" not in listed or not f.is_file() or f.is_symlink() for f in entry.iterdir()):
             return False
     return True
 
@@ -88,17 +97,23 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
         raise InputError(f"{out}: cannot write: {error.strerror}") from None
     previous = staging.with_name(staging.name + "-previous")
     try:
-        (staging / RENDER_MARKER).write_text(_MARKER_TEXT)
+        written = []
         for environment in environments:
-            folder = staging / environment.name
+            folder = file_in(staging, environment.name, "", "environment")
             folder.mkdir()
-            for kustomization in environment.kustomizations:
-                (folder / f"{kustomization.name}.yaml").write_text(dump(kustomization.objects))
-            for release in environment.releases:
-                if release.objects:
-                    (folder / f"helmrelease-{release.name}.yaml").write_text(dump(release.objects))
+            outputs = [(k.name, "", "Flux Kustomization", k.objects) for k in environment.kustomizations]
+            outputs += [(r.name, "helmrelease-", "HelmRelease", r.objects) for r in environment.releases if r.objects]
             if environment.cluster_config:
-                (folder / "eksctl.yaml").write_text(dump([environment.cluster_config]))
+                outputs.append(("eksctl", "", "the eksctl overlay", [environment.cluster_config]))
+            for name, prefix, what, objects in outputs:
+                file = file_in(folder, f"{prefix}{name}", ".yaml", f"{environment.name}: {what}")
+                if file.exists():
+                    raise InputError(f"{environment.name}: two outputs would be written to {file.name}; rename one")
+                file.write_text(dump(objects))
+                written.append(f"{folder.name}/{file.name}")
+        (staging / RENDER_MARKER).write_text(_MARKER_TEXT + _LISTED + "".join(f"{name}\n" for name in written))
+        # The folder keeps the mode of the one it replaces, or gets the one a new folder gets (not mkdtemp's 0700).
+        os.chmod(staging, stat.S_IMODE(out.stat().st_mode) if out.is_dir() else 0o777 & ~_umask())
         if out.exists():
             out.rename(previous)  # put aside, removed once the new output is in place
         staging.rename(out)
@@ -109,3 +124,9 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(previous, ignore_errors=True)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current

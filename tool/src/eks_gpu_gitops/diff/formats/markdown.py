@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ...core.escaping import code_span, in_html, in_table, neutralise_commands
+from ...core.escaping import code_span, in_html, in_markdown, in_table, neutralise_commands
 from ..model import DANGER, INFO, STATUS_SIGN, WARNING, EnvironmentDiff, ObjectChange, Report
 from .common import (
     NO_CHANGES,
@@ -70,7 +70,7 @@ def _summary(report: Report, max_chars: int) -> str:
     if report.notices:
         items = [
             f"- {_ICONS[notice.severity]} **{in_html(env_name)}** · {code_span(notice.resource)} · "
-            f"**{in_html(notice.title)}**: {in_html(notice.message)} <sub>{in_html(notice.id)}</sub>"
+            f"**{in_markdown(notice.title)}**: {in_markdown(notice.message)} <sub>{in_html(notice.id)}</sub>"
             for env_name, notice in grouped_notices(report)
         ]
         lines += ["", "### Notices", ""] + _fit(items, max_chars // 4, "- … and {n} more notices")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...core.escaping import code_span
 from ...model import STORAGE_CLASS, Environment, FluxKustomization, Manifest, mapping, quantity
 from ..model import DANGER, WARNING, ObjectChange
 
@@ -110,7 +111,9 @@ def volume_fate(claim: Manifest, context: Context, side: str) -> tuple[str, str]
             f"money and a new claim does not bind to it without manual steps"
         )
     if policy is None:
-        which = f"StorageClass `{class_name}` is not in this environment" if class_name else "no storageClassName"
+        which = (
+            f"StorageClass {code_span(class_name)} is not in this environment" if class_name else "no storageClassName"
+        )
         return DANGER, f"{which}, so its {volume} is deleted if that class's reclaimPolicy is Delete (the default)"
     return DANGER, f"its {volume} and all data on it are deleted (reclaimPolicy {policy})"
 

@@ -8,6 +8,7 @@ ml/data"), saying where it moves."""
 
 from __future__ import annotations
 
+from ...core.escaping import code_span
 from ...model import MPIJOB, NAMESPACE, PVC, STORAGE_CLASS, FluxKustomization
 from ..model import DANGER, INFO, MOVED, REMOVED, WARNING, Notice, ObjectChange
 from .catalogue import notice_kind
@@ -103,11 +104,11 @@ def _gone(change: ObjectChange) -> tuple[str, str]:
     """(the removed object's name, a sentence before the notice's own) for a removed or moved object."""
     if change.status != MOVED:
         return change.key.resource, ""
-    where = f"namespace `{change.key.namespace}`"
+    where = f"namespace {code_span(change.key.namespace)}"
     new = "a new claim with a new, empty volume" if (change.key.group, change.key.kind) == PVC else "a new object"
     return (
         change.old_key.resource,
-        f"Moves to {where}, where {new} is created; the one in `{change.from_namespace}` goes. ",
+        f"Moves to {where}, where {new} is created; the one in {code_span(change.from_namespace)} goes. ",
     )
 
 
@@ -121,7 +122,9 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
         severity, fate = volume_fate(change.before, context, "base")
         kind = CLAIM_DELETED if severity == DANGER else CLAIM_RELEASED
         return [
-            kind.notice(resource, f"{moves}Flux Kustomization `{owner.name}` prunes: the claim is deleted, and {fate}.")
+            kind.notice(
+                resource, f"{moves}Flux Kustomization {code_span(owner.name)} prunes: the claim is deleted, and {fate}."
+            )
         ]
     if group_kind == STORAGE_CLASS:
         return _storage_class_removed(change, context, owner)
@@ -129,7 +132,7 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
         return [
             NAMESPACE_DELETED.notice(
                 resource,
-                f"Flux Kustomization `{owner.name}` prunes: deleting the namespace deletes everything in "
+                f"Flux Kustomization {code_span(owner.name)} prunes: deleting the namespace deletes everything in "
                 f"it, also objects that are not in Git.{_claims_in(change.key.name, context)}",
             )
         ]
@@ -137,7 +140,7 @@ def removed(change: ObjectChange, context: Context) -> list[Notice]:
         return [
             JOB_STOPS.notice(
                 resource,
-                f"{moves}Flux Kustomization `{owner.name}` prunes: the MPIJob and its pods are deleted, so a "
+                f"{moves}Flux Kustomization {code_span(owner.name)} prunes: the MPIJob and its pods are deleted, so a "
                 f"running training run stops.",
             )
         ]
@@ -167,14 +170,14 @@ def _storage_class_removed(change: ObjectChange, context: Context, owner: FluxKu
         return [
             FSX_CLASS_REMOVED_WITH_CLAIMS.notice(
                 change.key.resource,
-                f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete) together "
+                f"Flux Kustomization {code_span(owner.name)} prunes this FSx class (reclaimPolicy Delete) together "
                 f"with {', '.join(claims_removed)}: their file systems and data are deleted.",
             )
         ]
     return [
         FSX_CLASS_REMOVED.notice(
             change.key.resource,
-            f"Flux Kustomization `{owner.name}` prunes this FSx class (reclaimPolicy Delete). File systems "
+            f"Flux Kustomization {code_span(owner.name)} prunes this FSx class (reclaimPolicy Delete). File systems "
             f"made from it stay, and each is still deleted with its claim; new claims of the class stay "
             f"Pending.",
         )
@@ -197,8 +200,9 @@ def moved(change: ObjectChange, context: Context) -> list[Notice]:
     return [
         kind.notice(
             change.key.resource,
-            f"Moves from Flux Kustomization `{old_owner.name}` to `{new_owner}`. If `{old_owner.name}` "
-            f"reconciles first, it prunes the object and `{new_owner}` creates it again.{lost}",
+            f"Moves from Flux Kustomization {code_span(old_owner.name)} to {code_span(new_owner)}. If "
+            f"{code_span(old_owner.name)} reconciles first, it prunes the object and {code_span(new_owner)} creates it "
+            f"again.{lost}",
         )
     ]
 
@@ -220,7 +224,7 @@ def orphans(context: Context) -> list[Notice]:
             kept.append(
                 LEFT_ON_CLUSTER.notice(
                     change.old_key.resource,
-                    f"It carries `{setting}`, so Flux leaves it on the cluster and nothing is "
+                    f"It carries {code_span(setting)}, so Flux leaves it on the cluster and nothing is "
                     f"deleted. Delete it by hand if it should go.",
                 )
             )
@@ -228,7 +232,7 @@ def orphans(context: Context) -> list[Notice]:
         LEFT_ON_CLUSTER.notice(
             f"Kustomization {name}",
             f"{len(changes)} removed object{'s stay' if len(changes) != 1 else ' stays'} on the cluster"
-            f"{_moved_copies(changes)}: Flux Kustomization `{name}` does not prune.",
+            f"{_moved_copies(changes)}: Flux Kustomization {code_span(name)} does not prune.",
         )
         for name, changes in left.items()
     ] + kept

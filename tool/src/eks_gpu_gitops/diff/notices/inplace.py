@@ -4,6 +4,7 @@ unless Flux does not update the object at all."""
 
 from __future__ import annotations
 
+from ...core.escaping import code_span
 from ...model import CLUSTER_CONFIG, MPIJOB, PVC, STORAGE_CLASS, node_groups
 from ..model import DANGER, INFO, WARNING, Notice, ObjectChange
 from .catalogue import notice_kind
@@ -104,15 +105,15 @@ CHANGE_NOT_APPLIED = notice_kind(
 
 def cannot_change(change: ObjectChange, context: Context, fields: list[str], recreated: str) -> Notice:
     """The notice for immutable fields: who fails, who waits, and what re-creating costs."""
-    listed = ", ".join(f"`{field}`" for field in fields)
+    listed = ", ".join(code_span(field) for field in fields)
     if forced(change, context):
         happens = f"Force is on, so Flux deletes and re-creates it: {recreated}"
     else:
         owner = change.after.source
         waiting = context.dependents(owner)
-        blocked = f"; {', '.join(f'`{name}`' for name in waiting)} waits for it" if waiting else ""
+        blocked = f"; {', '.join(f'{code_span(name)}' for name in waiting)} waits for it" if waiting else ""
         happens = (
-            f"The API server rejects the update, so Flux Kustomization `{owner}` fails to apply"
+            f"The API server rejects the update, so Flux Kustomization {code_span(owner)} fails to apply"
             f"{blocked}. To apply it, delete the object (or set the annotation `{FORCE_ANNOTATION}: "
             f"enabled`) and Flux re-creates it: {recreated}"
         )
@@ -161,7 +162,8 @@ def _expansion(change: ObjectChange, context: Context) -> Notice:
         )
     return VOLUME_CANNOT_EXPAND.notice(
         change.key.resource,
-        f"The API server rejects the bigger size: StorageClass `{class_name}` does not set allowVolumeExpansion: true.",
+        f"The API server rejects the bigger size: StorageClass {code_span(class_name)} does not set "
+        "allowVolumeExpansion: true.",
     )
 
 
@@ -217,11 +219,11 @@ def cluster_config(change: ObjectChange, context: Context) -> list[Notice]:
         old = before.get(str(group.get("name", "")))
         fields = changed_fields(old, group, NODEGROUP_FIXED) if old else []
         if fields:
-            listed = ", ".join(f"`{field}`" for field in fields)
+            listed = ", ".join(code_span(field) for field in fields)
             notices.append(
                 NODE_GROUP_REPLACED.notice(
                     change.key.resource,
-                    f"Node group `{group.get('name')}` changes {listed}, which eksctl does not change "
+                    f"Node group {code_span(group.get('name'))} changes {listed}, which eksctl does not change "
                     f"on an existing group: create a group under a new name, move the workload, "
                     f"then delete the old group.",
                 )
@@ -248,7 +250,7 @@ def notices(change: ObjectChange, context: Context) -> list[Notice]:
         return [
             CHANGE_NOT_APPLIED.notice(
                 change.key.resource,
-                f"The object carries `{setting}`, so Flux leaves the one in the cluster as it is: this "
+                f"The object carries {code_span(setting)}, so Flux leaves the one in the cluster as it is: this "
                 f"change does not reach the cluster.",
             )
         ]
