@@ -1,5 +1,7 @@
-"""What looks like a credential: names (`DB_PASS`, `apiKey`) and the secret parts of a string
-(`https://user:password@host`, `TOKEN=value`, `--password value`). diff masks objects with it, and
+"""What looks like a credential: names (`DB_PASS`, `apiKey`) and the secret parts of a string, by the name
+they are given (`TOKEN=value`, `--password value`, `"apiKey": "..."`, `password = ...`) and by their shape
+whatever their name (`https://user:password@host`, `Authorization: Bearer ...`, a JWT, a PEM private key, an AWS
+access key id, `curl -u user:password`, netrc's `password`, `--password-stdin` input). diff masks objects with it, and
 every message that can repeat a user's text (kustomize errors, findings) goes through `mask_text`."""
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ _REFERENCE_ENDINGS = frozenset(
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # scheme://user:password@host, group 2 the password (the user may be empty: redis://:password@host).
 _URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)([^\s@]+)@")
-_VALUE = r"(\"[^\"]*\"|'[^']*'|[^\s\"';&|`]+)"
+# A value: quoted (an escaped quote inside does not end it), or a run of anything but whitespace and quotes, a
+# backslash-newline (a shell line continuation) included, so that `a|b`, `a;b` or `a\\<newline>b` is one value.
+_VALUE = r"(\"(?:[^\"\\]|\\.)*\"|'[^']*'|(?:[^\s\"'\\]|\\.|\\\n)+)"
 # NAME=value, NAME: value, --name=value, --name value inside a string (scripts, command lines, config
 # files), group 1 the name, group 2 the value.
 _ASSIGNMENTS = (
@@ -47,6 +51,25 @@ _ASSIGNMENTS = (
     re.compile(r"(?<!\S)--?([A-Za-z][\w-]*)[ \t]+" + _VALUE),
 )
 OPTION = re.compile(r"--?([A-Za-z][\w-]*)")
+# "name": "value" (JSON) and `name = value` on a line of its own (INI, .env, netrc-like files), group 1 the name,
+# group 2 the value.
+_FIELDS = (
+    re.compile(r'"([A-Za-z_][\w.-]*)"\s*:\s*("(?:[^"\\]|\\.)*")'),
+    re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]*)[ \t]*[=:][ \t]*([^\s#;][^\n]*?)[ \t]*$"),
+)
+# Secrets known by their shape whatever name they have, the secret part in group 1: an HTTP authorization,
+# a JWT, the body of a PEM private key, an AWS access key id, `curl -u user:password`, netrc's `password x`,
+# what is piped into `--password-stdin`, `aws configure set <credential name> <value>`.
+_SHAPES = (
+    re.compile(r"\b(?:Bearer|Basic|Token|Digest)[ \t]+([A-Za-z0-9._~+/=-]{6,})"),
+    re.compile(r"\b(eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,})"),
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL),
+    re.compile(r"\b((?:AKIA|ASIA)[A-Z0-9]{16})\b"),
+    re.compile(r"(?<!\S)(?:-u|--user)[ \t]+[^\s:]*:(\S+)"),
+    re.compile(r"\bpassword[ \t]+(?![=:])(\S+)"),
+    re.compile(r"\becho[ \t]+(\S+)[ \t]*\|[^|\n]*--password-stdin"),
+)
+_CONFIGURE_SET = re.compile(r"\bconfigure[ \t]+set[ \t]+([\w.-]+)[ \t]+(\S+)")
 
 # Values Flux's post-build substitution took from a Secret of the repository (post_build.py adds them):
 # wherever one lands (an env value, a URL in a ConfigMap), it is masked like a credential. A value is
@@ -94,8 +117,10 @@ def looks_like_credential(name: str) -> bool:
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where the secrets in a string are (start, end), in order and not overlapping."""
     spans = [match.span(2) for match in _URL_PASSWORD.finditer(text)] + _substituted_spans(text)
-    for pattern in _ASSIGNMENTS:
+    for pattern in (*_ASSIGNMENTS, *_FIELDS, _CONFIGURE_SET):
         spans += [match.span(2) for match in pattern.finditer(text) if looks_like_credential(match.group(1))]
+    for pattern in _SHAPES:
+        spans += [match.span(1) for match in pattern.finditer(text) if match.group(1).strip()]
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):  # a URL password inside an assigned value is one secret
         if merged and start < merged[-1][1]:
