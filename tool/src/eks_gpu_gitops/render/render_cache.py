@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.files import LIMIT, read_regular
 from .helper import KUSTOMIZATION_FILES, builder
 from .kustomization import named_paths
 
@@ -71,12 +72,15 @@ def reading_once():
 
 
 def _read(file: Path) -> bytes:
+    """A file's bytes; an OSError for one that is no regular file (a FIFO would never end) or too large."""
     reads = _READS
-    if reads is None:
-        return file.read_bytes()
-    data = reads.get(file)
+    data = reads.get(file) if reads is not None else None
     if data is None:
-        data = reads[file] = file.read_bytes()  # an OSError is not kept: it is raised again each time
+        data = read_regular(file)
+        if data is None:
+            raise OSError(f"{file}: not a regular file of at most {LIMIT} bytes")  # not kept: raised again each time
+        if reads is not None:
+            reads[file] = data
     return data
 
 
@@ -339,9 +343,8 @@ class BuildCache:
     def _read(self, key: str) -> str | None:
         if not self.disk:
             return None
-        try:
-            stored = self._path(key).read_bytes()
-        except OSError:
+        stored = read_regular(self._path(key))  # an entry made a FIFO or a link to /dev/zero is a miss
+        if stored is None:
             return None
         header, newline, body = stored.partition(b"\n")
         if not newline or header != _header(body):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..core.files import LIMIT, read_regular
 from ..model import relative
 from ..render import render_cache
 from ..rules.registry import Finding
@@ -81,10 +82,13 @@ def lint(files: list[Path], root: Path, progress) -> list[Finding]:
         inside = relative(path, own) if own else name  # what the repository's ignore patterns match
         if config.is_file_ignored(inside):
             continue
+        data = read_regular(path)  # never a FIFO, a device or a file of gigabytes
+        if data is None:
+            raise InputError(f"{name}: cannot read: not a regular file of at most {LIMIT >> 20} MiB")
         try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError(f"{name}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+            text = data.decode()
+        except UnicodeDecodeError as error:
+            raise InputError(f"{name}: cannot read: {error}") from None
         checked += 1
         # Results depend on the text alone unless a rule ignores some paths; then on the name too.
         by_name = any(isinstance(c, dict) and c.get("ignore") for c in config.rules.values())
