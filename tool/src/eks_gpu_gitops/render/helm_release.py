@@ -20,7 +20,6 @@ Values from a Secret are registered with credentials.py, so that no output shows
 from __future__ import annotations
 
 import base64
-import binascii
 import copy
 import hashlib
 import json
@@ -40,6 +39,7 @@ from ..model import CLUSTER_SCOPED, HELM_RELEASE, Environment, HelmReleaseRender
 from ..model.manifest import from_documents
 from . import helper, render_cache
 from .capabilities import api_versions, cluster_scoped_kinds, kubernetes_version_of
+from .post_build import stored_values
 
 CHART_CACHE_VARIABLE = "GITOPS_CHART_CACHE"
 _SOURCE_GROUP = "source.toolkit.fluxcd.io"
@@ -327,25 +327,19 @@ def _values_from(context: _Context, doc: dict, namespace: str, notes: list[str])
 
 
 def _as_stored(manifest: Manifest) -> dict | None:
-    """A ConfigMap or Secret as the API server stores it (a Secret's stringData merged into data), its
-    Secret values registered for masking; None for one whose values are not known offline."""
+    """A ConfigMap or Secret as the API server stores it, its Secret values registered for masking; None for one
+    whose values are not known offline."""
+    values, why = stored_values(manifest)
+    if why:
+        return None
     doc = {
         "apiVersion": "v1",
         "kind": manifest.kind,
         "metadata": {"name": manifest.name, "namespace": manifest.namespace},
     }
     if manifest.kind == "ConfigMap":
-        doc["data"] = {str(k): "" if v is None else str(v) for k, v in mapping(manifest.doc, "data").items()}
+        doc["data"] = values
         return doc
-    if "sops" in manifest.doc:
-        return None
-    values = {}
-    try:
-        for key, encoded in mapping(manifest.doc, "data").items():
-            values[str(key)] = base64.b64decode(str(encoded), validate=True).decode("utf-8", errors="replace")
-    except (binascii.Error, ValueError):
-        return None
-    values.update({str(k): "" if v is None else str(v) for k, v in mapping(manifest.doc, "stringData").items()})
     for value in values.values():
         credentials.add_substituted_secrets([value, *_leaves(value)])
     doc["data"] = {key: base64.b64encode(value.encode()).decode() for key, value in values.items()}

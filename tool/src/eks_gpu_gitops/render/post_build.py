@@ -71,8 +71,10 @@ def substitute_environment(kustomizations: list[FluxKustomization], done: set[in
         run(kustomization)
 
 
-def _source_values(manifest: Manifest) -> tuple[dict[str, str], str]:
-    """(variables, why they are unknown offline: "" when known)."""
+def stored_values(manifest: Manifest) -> tuple[dict[str, str], str]:
+    """A ConfigMap's or Secret's values as the API server holds them (a Secret's data decoded, its stringData
+    merged in), and why they are unknown offline ("" when known). What Flux reads from either: substituteFrom
+    here, a HelmRelease's valuesFrom in helm_release.py."""
     if manifest.kind == "ConfigMap":
         return {str(k): _value(v) for k, v in mapping(manifest.doc, "data").items()}, ""
     if "sops" in manifest.doc:
@@ -85,13 +87,13 @@ def _source_values(manifest: Manifest) -> tuple[dict[str, str], str]:
         except (binascii.Error, ValueError):
             return {str(k): "" for k in mapping(manifest.doc, "data")}, "has a data value that is not base64"
     values.update({str(k): _value(v) for k, v in mapping(manifest.doc, "stringData").items()})
-    return {k: v.replace("\n", "") for k, v in values.items()}, ""
+    return values, ""
 
 
 def _value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return "" if value is None else str(value).replace("\n", "")
+    return "" if value is None else str(value)
 
 
 def _substitute(kustomization: FluxKustomization, post: dict, source) -> Substitution:
@@ -124,7 +126,8 @@ def _substitute(kustomization: FluxKustomization, post: dict, source) -> Substit
                 unknown |= names
                 variables -= names
             continue
-        values, why = _source_values(manifest)
+        values, why = stored_values(manifest)
+        values = {k: v.replace("\n", "") for k, v in values.items()}  # Flux removes newlines from variables
         if why:
             record.unresolved.append(Unresolved(shown, why, set(values)))
             unknown |= set(values)
