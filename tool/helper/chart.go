@@ -2,13 +2,13 @@ package main
 
 import (
 	"crypto/sha256"
-	"errors"
-	"net/url"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"

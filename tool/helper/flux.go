@@ -23,12 +23,29 @@ func plainBuild(req request) response {
 	if req.Root == "" || req.Path == "" {
 		return response{Error: "a build request needs root and path"}
 	}
-	fs, err := securefs.MakeFsOnDiskSecure(req.Root)
+	fs, err := secureFS(req.Root)
 	if err != nil {
 		return response{Error: err.Error()}
 	}
-	resources, err := build(fs, req.Path)
-	return stream(resources, err)
+	r := newRecorder(fs, req.Root)
+	resources, err := build(r, req.Path)
+	return withReads(stream(resources, err), r)
+}
+
+// secureFS is the checkout root as fluxcd/pkg/kustomize's SecureBuild sees it: every path, followed through
+// links, confined to root.
+func secureFS(root string) (filesys.FileSystem, error) {
+	return securefs.MakeFsOnDiskSecure(root)
+}
+
+// withReads adds what the build read to its answer (deps.go), or makes the answer the one-line refusal of a
+// file over a limit when the build read one.
+func withReads(reply response, r *recorder) response {
+	if r.refused != nil {
+		return response{Refused: r.refused.Error()}
+	}
+	reply.Reads = r.list()
+	return reply
 }
 
 // fluxBuild builds a Flux Kustomization's path as kustomize-controller v1.9.5 does
@@ -49,8 +66,14 @@ func fluxBuild(req request) response {
 	object := unstructured.Unstructured{Object: req.Kustomization}
 	dir := filepath.Join(req.Root, req.Path)
 	manifest, kfile, action, err := generator.NewGenerator(req.Root, object).GenerateManifest(dir)
+	disk, fsErr := secureFS(req.Root)
+	if fsErr != nil {
+		return response{Error: fsErr.Error()}
+	}
+	r := newRecorder(disk, req.Root)
+	recordGenerator(r, dir)
 	if err != nil {
-		return response{Error: err.Error()}
+		return withReads(response{Error: err.Error()}, r)
 	}
 	origins := false
 	if action == generator.CreatedAction {
@@ -59,25 +82,21 @@ func fluxBuild(req request) response {
 			return response{Error: err.Error()}
 		}
 	}
-	disk, err := securefs.MakeFsOnDiskSecure(req.Root)
+	resources, err := build(generatedFS{FileSystem: r, path: kfile, data: manifest}, dir)
 	if err != nil {
-		return response{Error: err.Error()}
-	}
-	resources, err := build(generatedFS{FileSystem: disk, path: kfile, data: manifest}, dir)
-	if err != nil {
-		return response{Error: err.Error()}
+		return withReads(response{Error: err.Error()}, r)
 	}
 	for _, res := range resources.Resources() {
 		if res.GetName() == "" || res.GetKind() == "" || res.GetApiVersion() == "" {
-			return response{Error: fmt.Sprintf("failed to decode Kubernetes apiVersion, kind and name from: %v", res.String())}
+			return withReads(response{Error: fmt.Sprintf("failed to decode Kubernetes apiVersion, kind and name from: %v", res.String())}, r)
 		}
 	}
 	reply := stream(resources, nil)
 	if reply.Error != "" {
-		return reply
+		return withReads(reply, r)
 	}
 	reply.Origins = origins
-	return withCommonMetadata(reply, object)
+	return withReads(withCommonMetadata(reply, object), r)
 }
 
 // build is fluxcd/pkg/kustomize's Build (krusty with LoadRestrictionsNone and plugins disabled, a panic

@@ -10,6 +10,11 @@
 //   - "chart" {...}: fetch a chart into the cache as source-controller would give it to helm-controller (chart.go).
 //   - "helm" {release, chart, sources, kubeVersion, apiVersions}: a HelmRelease as helm-controller installs it
 //     (helm.go).
+//   - "observe" {root, reads}: what each of a build's reads gives now (deps.go), so a kept build is reused
+//     only while every read gives what it gave.
+//
+// build and flux answer with what the build read ("reads"), and refuse a file over the limits of limits.go
+// ("refused", one line naming it) before kustomize expands it.
 //
 // Every answer is {"error": "..."} when the request fails; a panic in a library becomes such an answer, so
 // the next request still runs.
@@ -44,6 +49,8 @@ type request struct {
 	ChartPath   string         `json:"chartPath"`
 	KubeVersion string         `json:"kubeVersion"`
 	APIVersions []string       `json:"apiVersions"`
+	// observe: [kind, path] of each read (deps.go)
+	Reads [][]string `json:"reads"`
 }
 
 type response struct {
@@ -56,6 +63,11 @@ type response struct {
 	Objects []substituted `json:"objects,omitempty"`
 	// chart
 	Fetched *fetched `json:"fetched,omitempty"`
+	// build and flux: what the build read (deps.go); Refused: a file it read is over a limit (limits.go)
+	Reads   []read `json:"reads,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	// observe: the value of each read now
+	Values []string `json:"values,omitempty"`
 }
 
 // builtinSchema makes kyaml's global schema the built-in one, as Flux's resetOpenAPIWithBuiltins does,
@@ -64,6 +76,17 @@ func builtinSchema() string {
 	openapi.ResetOpenAPI()
 	_ = openapi.Schema()
 	return openapi.GetSchemaVersion()
+}
+
+// buildsWithSchema tells the requests that run kustomize (and so read kyaml's global schema) from the others.
+func buildsWithSchema(line []byte) bool {
+	var head struct {
+		Op string `json:"op"`
+	}
+	if json.Unmarshal(line, &head) != nil {
+		return true
+	}
+	return head.Op != "observe" && head.Op != "chart"
 }
 
 func answer(line []byte) (reply response) {
@@ -87,6 +110,8 @@ func answer(line []byte) (reply response) {
 		return fetchChart(req.Chart)
 	case "helm":
 		return renderRelease(req)
+	case "observe":
+		return observe(req)
 	}
 	return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: unknown op %q", req.Op)}
 }
@@ -97,7 +122,9 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	clean := builtinSchema()
+	// The built-in schema's version once a build has parsed it: parsing costs about 60 ms, which a helper
+	// started only to observe reads (render_cache.py) does not pay.
+	clean := ""
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)
 	encoder := json.NewEncoder(out)
@@ -105,8 +132,11 @@ func main() {
 	for {
 		line, readErr := in.ReadBytes('\n')
 		if len(line) > 0 {
+			if clean == "" && buildsWithSchema(line) {
+				clean = builtinSchema()
+			}
 			reply := answer(line)
-			if openapi.GetSchemaVersion() != clean {
+			if clean != "" && openapi.GetSchemaVersion() != clean {
 				clean = builtinSchema()
 			}
 			if err := encoder.Encode(reply); err != nil {

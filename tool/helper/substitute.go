@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"sort"
 	"regexp"
+	"sort"
 	"strconv"
 
-	generator "github.com/fluxcd/pkg/kustomize"
 	"github.com/fluxcd/pkg/envsubst"
+	generator "github.com/fluxcd/pkg/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -154,7 +154,6 @@ func withInline(kustomization unstructured.Unstructured, extra map[string]string
 	_ = unstructured.SetNestedMap(copied.Object, values, "spec", "postBuild", "substitute")
 	return *copied
 }
-
 
 // unparsable is the path of the first string (a value or a key) in an object that envsubst cannot parse.
 func unparsable(object map[string]any, _ error) []any {

@@ -971,6 +971,66 @@ def spot_in_dev_without_efa(world):
     world.gpu_group.update(spot=True, efaEnabled=False)
 
 
+# Node group sizes eksctl, EKS and EC2 Auto Scaling take (facts/limits.py).
+GPU_GROUP = "managedNodeGroups.1"
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.desiredCapacity"))
+def desired_capacity_above_max_size(world):
+    world.gpu_group["desiredCapacity"] = 3
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.desiredCapacity"))
+def desired_capacity_below_min_size(world):
+    world.gpu_group.update(minSize=2, desiredCapacity=1)
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.maxSize"))
+def min_size_above_max_size(world):
+    del world.gpu_group["desiredCapacity"]
+    world.gpu_group.update(minSize=3, maxSize=2)
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.maxSize"))
+def max_size_below_the_min_size_eksctl_fills_in(world):
+    del world.gpu_group["desiredCapacity"], world.gpu_group["minSize"]
+    world.gpu_group["maxSize"] = 1  # eksctl makes minSize 2 (DefaultNodeCount)
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.maxSize"))
+def managed_group_that_can_never_hold_a_node(world):
+    world.gpu_group["maxSize"] = 0
+
+
+@case("node-group-size-invalid", FAIL, (CLUSTER, f"{GPU_GROUP}.minSize"), (CLUSTER, f"{GPU_GROUP}.maxSize"))
+def negative_and_beyond_32_bit_sizes(world):
+    world.gpu_group.update(minSize=-1, maxSize=2**31)
+
+
+@case("node-group-size-invalid", PASS)
+def gpu_group_that_starts_empty_at_the_eks_quota(world):
+    del world.gpu_group["minSize"]
+    world.gpu_group.update(desiredCapacity=0, maxSize=450)
+
+
+@case("node-group-size-invalid", PASS)
+def unmanaged_group_scaled_to_zero(world):
+    world.cluster["nodeGroups"] = [
+        {"name": "spare", "instanceType": "m6i.xlarge", "minSize": 0, "desiredCapacity": 0, "maxSize": 0}
+    ]
+
+
+@case("node-group-above-eks-quota", FAIL, (CLUSTER, f"{GPU_GROUP}.maxSize"))
+def a_billion_gpu_nodes(world):
+    world.gpu_group["maxSize"] = 1_000_000_000
+
+
+@case("node-group-above-eks-quota", PASS)
+def as_many_nodes_as_the_default_quota(world):
+    world.gpu_group["maxSize"] = 450
+    world.cluster["nodeGroups"] = [{"name": "big", "instanceType": "m6i.xlarge", "minSize": 0, "maxSize": 1000}]
+
+
 @case("efa-environment-missing", FAIL, (JOB, f"{LAUNCHER}.containers.0.command.0"))
 def efa_job_without_the_net_pin(world):
     at = world.launcher_command.index("NCCL_NET=Libfabric")
@@ -1442,6 +1502,32 @@ def plugin_untagged(world):
 def pinned_by_digest_and_registry_port(world):
     world.container("Worker")["image"] = "registry.example.com:5000/trainer@sha256:" + "a" * 64
     world.container("Launcher")["image"] = "registry.example.com:5000/trainer:0.1.0"
+
+
+@case("image-reference-invalid", FAIL, (JOB, f"{WORKER}.containers.0.image"))
+def image_with_a_shell_command(world):
+    world.container("Worker")["image"] = "bad image $(id)"
+
+
+@case(
+    "image-reference-invalid",
+    FAIL,
+    (JOB, f"{LAUNCHER}.containers.0.image"),
+    (JOB, f"{LAUNCHER}.initContainers.0.image"),
+    (NVIDIA_PLUGIN, "spec.template.spec.containers.0.image"),
+)
+def uppercase_repository_newline_and_short_digest(world):
+    world.container("Launcher")["image"] = "ghcr.io/Example-Org/trainer:0.1.0"
+    world.pod("Launcher")["initContainers"][0]["image"] = "ghcr.io/example-org/trainer:0.1.0\n"
+    plugin = world.daemonset("nvidia")["spec"]["template"]["spec"]["containers"][0]
+    plugin["image"] = "nvcr.io/nvidia/k8s-device-plugin@sha256:" + "a" * 63
+
+
+@case("image-reference-invalid", PASS)
+def familiar_names_ports_digests_and_flux_variables(world):
+    world.container("Worker")["image"] = "registry.example.com:5000/trainer:0.1.0@sha256:" + "a" * 64
+    world.container("Launcher")["image"] = "ubuntu:22.04"
+    world.pod("Launcher")["initContainers"][0]["image"] = "ghcr.io/example-org/trainer:${TRAINER_TAG}"
 
 
 @case("env-literal-credential", FAIL, (JOB, f"{LAUNCHER}.containers.0.env.0.value"))

@@ -1,6 +1,6 @@
 """One command-line convention for every verb (cli/conventions.py), through a repository's scripts:
-errors are `<verb>: <message>` on one line, usage and input errors exit 2, Ctrl-C exits 130 with one
-line, and none of the ways in which the verbs once ended in a traceback does so now."""
+errors are `<verb>: <message>` on one line, usage and input errors exit 2, Ctrl-C exits 130 (SIGTERM 143) with
+one line, and none of the ways in which the verbs once ended in a traceback does so now."""
 
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def test_an_interrupted_verb_says_so_in_one_line_and_leaves_nothing(repo, tmp_pa
     result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     progress = [line for line in err.splitlines() if line.startswith(f"{verb}: ") and "->" in line]
     assert not progress, err
-    assert one_line(result, verb, code=130) == "interrupted"
+    assert one_line(result, verb, code=128 + signum) == "interrupted"
     untouched(repo)
 
 

@@ -23,6 +23,12 @@ from horovod_trainer.settings import resolve  # noqa: E402
 from horovod_trainer.train import OPTIONS  # noqa: E402
 
 from eks_gpu_gitops.generate import answers  # noqa: E402
+from eks_gpu_gitops.generate.new_environment import OPTIONS as ENVIRONMENT_OPTIONS  # noqa: E402
+
+
+def as_option(problem: str) -> str:
+    """The template question's message as new-environment says it: naming the option."""
+    return answers.as_option(problem, ENVIRONMENT_OPTIONS)
 
 
 def tool(repo: Path, name: str, *args: str) -> subprocess.CompletedProcess:
@@ -133,15 +139,21 @@ def test_new_environment_twice_refuses_and_writes_nothing(repo):
 REFUSED = {
     "existing-name": (["dev", "--instance-type", "g5.xlarge", "--nodes", "1"], None),
     "bad-name": (["Stage_1", "--instance-type", "g5.xlarge", "--nodes", "1"], answers.check_slug("Stage_1", "NAME")),
-    "unknown-type": (["qa", "--instance-type", "p9.huge", "--nodes", "1"], answers.check_gpu_instance_type("p9.huge")),
-    "cpu-type": (["qa", "--instance-type", "m5.xlarge", "--nodes", "1"], answers.check_gpu_instance_type("m5.xlarge")),
+    "unknown-type": (
+        ["qa", "--instance-type", "p9.huge", "--nodes", "1"],
+        as_option(answers.check_gpu_instance_type("p9.huge")),
+    ),
+    "cpu-type": (
+        ["qa", "--instance-type", "m5.xlarge", "--nodes", "1"],
+        as_option(answers.check_gpu_instance_type("m5.xlarge")),
+    ),
     "efa-without-efa": (
         ["qa", "--instance-type", "g5.xlarge", "--nodes", "1", "--efa"],
-        answers.parse_efa("on", "g5.xlarge")[1],
+        as_option(answers.parse_efa("on", "g5.xlarge")[1]),
     ),
     "zero-nodes": (
         ["qa", "--instance-type", "g5.xlarge", "--nodes", "0"],
-        answers.parse_count("0", "gpu_node_count")[1],
+        as_option(answers.parse_node_count("0", capacity_block=False)[1]),
     ),
     "az-elsewhere": (
         [
@@ -155,11 +167,11 @@ REFUSED = {
             "--availability-zone",
             "eu-west-1a",
         ],
-        answers.check_availability_zone("eu-west-1a", "us-east-1"),
+        as_option(answers.check_availability_zone("eu-west-1a", "us-east-1")),
     ),
     "fsx-size": (
         ["qa", "--instance-type", "g5.xlarge", "--nodes", "1", "--fsx-capacity-gib", "1000"],
-        answers.check_fsx("SCRATCH_2", "1000", ""),
+        as_option(answers.check_fsx("SCRATCH_2", "1000", "")),
     ),
     "s3-on-persistent2": (
         [
@@ -173,7 +185,7 @@ REFUSED = {
             "--fsx-s3-import-path",
             "s3://bucket",
         ],
-        answers.check_fsx("PERSISTENT_2", "1200", "s3://bucket"),
+        as_option(answers.check_fsx("PERSISTENT_2", "1200", "s3://bucket")),
     ),
 }
 
@@ -182,7 +194,8 @@ REFUSED = {
 def test_new_environment_refusals_match_the_template_and_touch_nothing(repo, args, message):
     line = refused(tool(repo, "new-environment", *args))
     if message is not None:
-        assert line == message  # the pre-generation hook prints the same line after its `error: `
+        assert line == message  # the pre-generation hook prints it naming the question, not the option
+    assert not line.startswith(tuple(ENVIRONMENT_OPTIONS)), line
     assert status(repo) == ""
 
 
@@ -213,9 +226,12 @@ def test_new_job_keeps_comments_and_order_and_is_idempotent(repo):
     assert status(repo) == ""
 
 
-def test_new_job_impossible_request_refused_with_the_validators_message(repo):
+def test_new_job_more_workers_than_the_gpu_group_holds_is_refused_naming_the_option(repo):
     line = refused(tool(repo, "new-job", "huge", "--env", "dev", "--workers", "50"))
-    assert line.split(":")[0] == "gpu-capacity-exceeded", line
+    assert line == (
+        "--workers: '50' is more than 2, what dev's gpu node group holds at maxSize (2 x g5.xlarge, 1 worker(s) of "
+        "1 GPU each); give a number of workers, 1 to 2"
+    )
     assert status(repo) == ""
 
 
@@ -247,7 +263,7 @@ def test_new_job_refused_when_the_overlay_sets_a_namespace(repo):
     text = kustomization.read_text()
     kustomization.write_text(text.replace("kind: Kustomization\n", "kind: Kustomization\nnamespace: ml\n"))
     commit(repo, "namespace ml")
-    line = refused(tool(repo, "new-job", "huge", "--env", "dev", "--workers", "50"))
+    line = refused(tool(repo, "new-job", "huge", "--env", "dev", "--workers", "2"))
     # The job lands in ml, where the ClusterQueue (which takes jobs from training) never admits it.
     assert line.startswith("queue-quota-exceeded: ClusterQueue training's namespaceSelector does not take jobs from ml")
     assert status(repo) == ""
@@ -317,10 +333,11 @@ def test_new_job_refuses_the_name_of_an_existing_mpijob(repo):
     assert status(repo) == ""
 
 
-@pytest.mark.parametrize("flag, counted", [("--workers", "workers"), ("--gpus-per-worker", "GPUs")])
-def test_new_job_count_messages_name_what_is_counted(repo, flag, counted):
+@pytest.mark.parametrize("flag, counted, most", [("--workers", "workers", 2), ("--gpus-per-worker", "GPUs", 1)])
+def test_new_job_count_messages_name_what_is_counted(repo, flag, counted, most):
     args = ["x", "--env", "dev", "--workers", "1", flag, "0"]
-    assert refused(tool(repo, "new-job", *args)) == f"{flag}: '0' is less than 1; give a number of {counted}, 1 or more"
+    expected = f"{flag}: '0' is less than 1; give a number of {counted}, 1 to {most}"
+    assert refused(tool(repo, "new-job", *args)) == expected
 
 
 def test_gitignore_covers_what_make_setup_and_render_write(repo):
@@ -453,7 +470,7 @@ def test_a_new_job_follows_the_environments_nccl_log_level(repo, tmp_path):
 def test_new_environment_refuses_blackwell_types_the_image_cannot_drive(repo):
     line = refused(tool(repo, "new-environment", "b200", "--instance-type", "p6-b200.48xlarge", "--nodes", "1"))
     assert line == (
-        "gpu_instance_type: 'p6-b200.48xlarge' has B200 (Blackwell) GPUs, which need CUDA 12.8 or later; the trainer "
+        "--instance-type: 'p6-b200.48xlarge' has B200 (Blackwell) GPUs, which need CUDA 12.8 or later; the trainer "
         "image is TensorFlow 2.15 on CUDA 12.2; choose a Hopper or older type such as p5.48xlarge, p5en.48xlarge "
         "or p4d.24xlarge"
     )
@@ -524,7 +541,7 @@ def test_new_environment_on_a_capacity_block(repo, tmp_path):
         ),
         (
             ("lab", "--instance-type", "g5.xlarge", "--nodes", "1", "--capacity-block"),
-            "gpu_capacity_block: 'yes' needs the Capacity Block's reservation id; give gpu_capacity_reservation "
+            "--capacity-block: 'yes' needs the Capacity Block's reservation id; give --capacity-reservation "
             "(cr-...) or answer no",
         ),
     ],

@@ -146,3 +146,60 @@ def test_a_helper_process_that_ended_while_idle_is_replaced(tmp_path):
         process.kill()
         process.wait()
     assert helper.build(folder, tmp_path) == first
+
+
+# --- what a build read (helper/deps.go), and what it gives now ---------------------------------------------------
+
+
+def flux_request(root: Path, path: str) -> dict:
+    kustomization = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "spec": {}}
+    return {"op": "flux", "root": str(root), "path": path, "kustomization": kustomization}
+
+
+def observed(root: Path, reads: list) -> list[str]:
+    reply = helper.ask({"op": "observe", "root": str(root), "reads": [r[:2] for r in reads]}, "test")
+    assert "error" not in reply, reply
+    return reply["values"]
+
+
+def test_every_read_a_build_reports_is_observed_again_as_it_was_and_each_kind_changes_with_its_input(tmp_path):
+    app = tmp_path / "app"
+    (app / "sub").mkdir(parents=True)
+    (app / "sub" / "kustomization.yaml").write_text(
+        "resources: [cm.yaml]\nconfigMapGenerator:\n- name: g\n  files: [data.txt]\n"
+    )
+    (app / "sub" / "cm.yaml").write_text(CONFIG_MAP)
+    (app / "sub" / "data.txt").write_text("one\n")
+    (app / "plain.yaml").write_text(CONFIG_MAP.replace("name: c", "name: plain"))
+    reply = helper.ask(flux_request(tmp_path, "app"), "test")
+    reads = reply["reads"]
+    kinds = {kind for kind, _, _ in reads}
+    assert {"file", "exists", "tree", "abs"} <= kinds, kinds
+    assert ["file", "app/sub/data.txt", observed(tmp_path, [["file", "app/sub/data.txt"]])[0]] in reads
+    assert observed(tmp_path, reads) == [value for _, _, value in reads]  # nothing changed: every read holds
+
+    def changed() -> set[tuple[str, str]]:
+        return {(k, p) for (k, p, v), now in zip(reads, observed(tmp_path, reads), strict=True) if v != now}
+
+    (app / "sub" / "data.txt").write_text("two\n")  # a file named only inside a generator
+    assert changed() == {("file", "app/sub/data.txt")}
+    (app / "sub" / "data.txt").write_text("one\n")
+    (app / "new.yaml").write_text(CONFIG_MAP.replace("name: c", "name: new"))  # a manifest Flux would list
+    assert changed() == {("tree", "app")}
+    (app / "new.yaml").unlink()
+    (app / "kustomization.yaml").write_text("resources: [plain.yaml]\n")  # a kustomization where none was
+    assert ("exists", "app/kustomization.yaml") in changed()
+
+
+def test_a_build_reading_a_file_whose_aliases_expand_past_the_limits_is_refused_naming_it(tmp_path):
+    # One 100 KB string aliased 1,000 times: far below the node limit, 100 MB of text once kustomize expands it.
+    big = "x" * 100_000
+    text = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\ndata:\n  a: &a {big}\n" + "".join(
+        f"  k{i}: *a\n" for i in range(1000)
+    )
+    (tmp_path / "lol.yaml").write_text(text)
+    (tmp_path / "kustomization.yaml").write_text("resources: [lol.yaml]\n")
+    reply = helper.ask({"op": "build", "root": str(tmp_path), "path": str(tmp_path)}, "test")
+    assert reply == {"refused": "lol.yaml: its aliases expand to more than 64 MiB of text (an alias bomb?); refused"}
+    (tmp_path / "lol.yaml").write_text(text.replace("k999: *a", "k999: b").replace("*a", "b"))  # no aliases: builds
+    assert "yaml" in helper.ask({"op": "build", "root": str(tmp_path), "path": str(tmp_path)}, "test")

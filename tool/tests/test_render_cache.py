@@ -1,4 +1,5 @@
-"""What a build reads (render_cache.inputs), the fingerprints made of it, and the build cache."""
+"""What a build reads (the helper reports it), the build cache that keeps builds by it, and the environment
+fingerprints made of it."""
 
 from __future__ import annotations
 
@@ -22,56 +23,54 @@ from eks_gpu_gitops.render import (
 from eks_gpu_gitops.render import repository as render  # noqa: E402
 
 
-def test_a_build_reads_its_overlay_the_bases_it_names_and_its_settings_not_another_environments(repo_copy):
-    files = {str(f.relative_to(repo_copy)) for f in render_cache.inputs([repo_copy / "overlays/prod/training"])}
-    assert "overlays/prod/training/kustomization.yaml" in files
-    assert "overlays/prod/settings.yaml" in files
+def test_a_build_reports_what_it_read_its_overlay_the_bases_and_its_settings_not_another_environments(repo_copy):
+    from eks_gpu_gitops.render import flux_build
+
+    workspace = flux_build.Workspace(repo_copy)
+    try:
+        reads: set = set()
+        flux_build.build(workspace, "overlays/prod/training", {}, "prod", "training", reads)
+    finally:
+        workspace.close()
+    files = {path for kind, path, value in reads if kind == "file" and value != "error"}
+    assert {"overlays/prod/training/kustomization.yaml", "overlays/prod/settings.yaml"} <= files
     assert "overlays/base/training/mpijob.yaml" in files
-    assert not [f for f in files if f.startswith("overlays/dev/")]
+    assert not [path for _, path, _ in reads if path.startswith("overlays/dev/")]
+    # Where kustomize looked for a kustomization file and found none is a read too: adding one changes the build.
+    assert ("file", "overlays/prod/training/kustomization.yml", "error") in reads
 
 
-def test_an_environments_fingerprint_changes_with_its_own_inputs_only(repo_copy):
+def test_an_environments_fingerprint_holds_while_its_own_reads_do(repo_copy, render_cache_dir):
     def prints():
-        return {
-            env: render_cache.environment_fingerprint(
-                repo_copy, repo_copy / "clusters" / env, [repo_copy / "overlays" / env / "eksctl"]
-            )
-            for env in ("dev", "prod")
-        }
+        return render.environment_fingerprints(repo_copy, ["dev", "prod"])
 
+    assert prints() == {"dev": None, "prod": None}  # never rendered: nothing to go by
+    render.render_repository(repo_copy)
     before = prints()
     assert before["dev"] and before["prod"] and before["dev"] != before["prod"]
     assert prints() == before  # stable
     settings = repo_copy / "overlays/dev/settings.yaml"
     settings.write_text(settings.read_text() + "\n# a comment is an input too\n")
+    assert prints() == {"dev": None, "prod": before["prod"]}
+    render.render_repository(repo_copy)
     after = prints()
-    assert after["dev"] != before["dev"]
-    assert after["prod"] == before["prod"]
+    assert after["dev"] not in (None, before["dev"]) and after["prod"] == before["prod"]
     base = repo_copy / "overlays/base/training/mpijob.yaml"
     base.write_text(base.read_text() + "\n")
-    shared = prints()
-    assert shared["dev"] != after["dev"] and shared["prod"] != after["prod"]
+    assert prints() == {"dev": None, "prod": None}
+    settings.write_text(settings.read_text().replace("\n# a comment is an input too\n", ""))
+    base.write_text(base.read_text()[:-1])
+    assert prints() == before  # back as it was: the first render's reads hold again
 
 
-def test_a_flux_kustomization_path_is_followed_and_a_substituted_one_is_not_fingerprinted(repo_copy):
-    entry = repo_copy / "clusters/dev/training.yaml"
-    text = entry.read_text()
-    assert "path: ./overlays/dev/training" in text
-    before = render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters/dev")
-    (repo_copy / "overlays/dev/training/kustomization.yaml").write_text(
-        (repo_copy / "overlays/dev/training/kustomization.yaml").read_text() + "\n"
-    )
-    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters/dev") != before
-    entry.write_text(text.replace("path: ./overlays/dev/training", "path: ./overlays/${ENV}/training"))
-    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters/dev") is None
-
-
-def test_a_remote_base_has_no_fingerprint(repo_copy):
-    folder = repo_copy / "overlays/dev/remote"
-    folder.mkdir()
-    (folder / "kustomization.yaml").write_text("resources:\n  - https://github.com/org/repo//base?ref=v1\n")
-    assert render_cache.fingerprint(repo_copy, [folder]) is None
-    assert render_cache.fingerprint(repo_copy, [repo_copy / "overlays/dev/training"]) is not None
+def test_a_new_manifest_in_a_folder_flux_lists_itself_is_a_change(repo_copy, render_cache_dir):
+    render.render_repository(repo_copy, ["dev"])
+    before = render.environment_fingerprints(repo_copy, ["dev"])["dev"]
+    assert before is not None
+    (repo_copy / "clusters/dev/extra.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: extra\n")
+    assert render.environment_fingerprints(repo_copy, ["dev"]) == {"dev": None}
+    (repo_copy / "clusters/dev/extra.yaml").unlink()
+    assert render.environment_fingerprints(repo_copy, ["dev"]) == {"dev": before}
 
 
 def test_a_build_runs_once_per_key_in_memory_and_across_runs_on_disk(tmp_path):
@@ -160,7 +159,7 @@ def test_an_unchanged_render_runs_no_kustomize_and_reads_the_same_objects(repo_c
     render_cache._SHARED.clear()  # a later run: only the disk remains
     first = dumped(render.render_repository(repo_copy))
     assert (render_cache.shared().builds, render_cache.shared().hits) == (0, BUILDS)
-    assert len(list(render_cache_dir.rglob("*.yaml"))) == BUILDS
+    assert len(outputs(render_cache_dir)) == BUILDS
     assert first == uncached(repo_copy, monkeypatch)
 
 
@@ -193,9 +192,14 @@ def test_each_kind_of_input_builds_again_only_the_overlays_that_read_it(repo_cop
     assert rendered == uncached(repo_copy, monkeypatch)
 
 
+def outputs(folder) -> list:
+    """The cache's entries that hold a build's output (the others list each build's reads, or an environment's)."""
+    return sorted(e for e in folder.rglob("*.yaml") if e.read_bytes().split(b"\n", 1)[1][:5] in (b"json ", b"yaml "))
+
+
 def test_a_damaged_or_half_written_entry_is_never_read(repo_copy, render_cache_dir, monkeypatch):
     render.render_repository(repo_copy)
-    entries = sorted(render_cache_dir.rglob("*.yaml"))
+    entries = outputs(render_cache_dir)
     assert len(entries) == BUILDS
     half = entries[0].read_bytes()
     entries[0].write_bytes(half[: len(half) // 2])  # cut short
@@ -235,6 +239,8 @@ def test_a_one_environment_change_renders_that_environment_only_and_diffs_as_a_f
     settings = repo.path("overlays/dev/settings.yaml")
     settings.write_text(settings.read_text().replace("  workers: 2\n", "  workers: 3\n", 1))
     base, head = sides.side("main", repo.root), sides.side(None, repo.root)
+    first = sides.render_sides(base, head, repo.root, None)  # no render known yet: both sides render all
+    assert [e.name for e in first.head] == ["dev", "prod"] and first.unchanged == []
     rendered = sides.render_sides(base, head, repo.root, None)
     assert [e.name for e in rendered.base] == [e.name for e in rendered.head] == ["dev"]
     assert rendered.unchanged == ["prod"]
@@ -250,6 +256,7 @@ def test_a_one_environment_change_renders_that_environment_only_and_diffs_as_a_f
 
 def test_a_change_to_a_shared_base_renders_every_environment(tmp_path, render_cache_dir):
     repo = GitRepo.create(tmp_path / "repo")
+    render.render_repository(repo.root)  # main's renders are known
     append(repo.path("overlays/base/training/pvc.yaml"), "# shared\n")
     rendered = sides.render_sides(sides.side("main", repo.root), sides.side(None, repo.root), repo.root, None)
     assert [e.name for e in rendered.head] == ["dev", "prod"] and rendered.unchanged == []

@@ -14,6 +14,7 @@ from test_validate_cli import GPU_HPA, add_resource
 
 from eks_gpu_gitops.cli import validate
 from eks_gpu_gitops.core import credentials
+from eks_gpu_gitops.core.errors import InputError
 from eks_gpu_gitops.render import flux_build, platform, render_cache
 from eks_gpu_gitops.render import repository as render
 from eks_gpu_gitops.schemas.store import SchemaStore
@@ -28,9 +29,9 @@ def fleet(repo_copy, render_cache_dir, monkeypatch) -> dict:
     rendered: list[str] = []
     original = flux_build.build
 
-    def counting(workspace, rel_path, spec, env, source):
+    def counting(workspace, rel_path, spec, env, source, reads=None):
         rendered.append(env)
-        return original(workspace, rel_path, spec, env, source)
+        return original(workspace, rel_path, spec, env, source, reads)
 
     monkeypatch.setattr(flux_build, "build", counting)
     render_cache._SHARED.clear()
@@ -71,7 +72,7 @@ def test_a_change_to_one_environment_checks_that_one_again_and_reports_as_a_full
     assert changed == everything
 
 
-@pytest.mark.parametrize("change", ["platform.yaml", "kubernetes-version", "schema-file", "tools", "gitignore"])
+@pytest.mark.parametrize("change", ["platform.yaml", "kubernetes-version", "schema-file", "tools"])
 def test_what_checking_reads_besides_the_render_is_part_of_the_key(fleet, capsys, monkeypatch, tmp_path, change):
     schemas = tmp_path / "schemas"
     shutil.copytree(SCHEMA_DIR, schemas)
@@ -88,10 +89,8 @@ def test_what_checking_reads_besides_the_render_is_part_of_the_key(fleet, capsys
         store = SchemaStore(platform.schema_sources(fleet["root"]), schema_dir=schemas)
         read = results_cache.schema_files(store)[0]  # one the schema stage reads
         read.write_text(read.read_text() + "\n")
-    elif change == "tools":
-        monkeypatch.setattr(results_cache, "_tools_digest", lambda: "another copy of the tools")
     else:
-        (fleet["root"] / ".gitignore").write_text("rendered/\n")
+        monkeypatch.setattr(results_cache, "_tools_digest", lambda: "another copy of the tools")
     _, _, rendered = run(fleet, capsys, *args)
     assert rendered == set(render.environment_names(fleet["root"]))
 
@@ -107,8 +106,9 @@ def test_off_keeps_no_results(fleet, capsys, monkeypatch):
 def test_a_kept_result_shows_no_secret_even_when_the_run_reading_it_knows_none(fleet, monkeypatch):
     secret = "s3cr3t-from-a-substituted-secret"
     monkeypatch.setattr(credentials, "_SUBSTITUTED_SECRETS", {secret})
+    render.render_repository(fleet["root"], ["dev"])
     cache = results_cache.ResultsCache(fleet["root"], SchemaStore({}, schema_dir=SCHEMA_DIR), None)
-    key = cache.key("dev")
+    key = cache.keys(["dev"])["dev"]
     assert key is not None
     finding = Reported("placeholder-value", "warning", "dev", "f.yaml", 1, "ConfigMap/x/y", "training",
                        f"value {secret} looks like a placeholder", "fill it in")  # fmt: skip
@@ -133,7 +133,7 @@ def test_a_damaged_entry_is_checked_again(fleet, capsys):
     assert again == first
 
 
-def test_an_environment_fingerprint_follows_the_components_a_flux_kustomization_adds(repo_copy):
+def test_an_environment_fingerprint_follows_the_components_a_flux_kustomization_adds(repo_copy, render_cache_dir):
     component = repo_copy / "overlays" / "dev" / "extra"
     component.mkdir()
     (component / "kustomization.yaml").write_text(
@@ -143,22 +143,25 @@ def test_an_environment_fingerprint_follows_the_components_a_flux_kustomization_
     entry.write_text(entry.read_text() + "  components:\n    - ../extra\n")
 
     def fingerprint() -> str | None:
-        return render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters" / "dev")
+        return render.environment_fingerprints(repo_copy, ["dev"])["dev"]
 
-    before = fingerprint()
-    assert before is not None
+    render.render_repository(repo_copy, ["dev"])
+    assert fingerprint() is not None
     (component / "kustomization.yaml").write_text((component / "kustomization.yaml").read_text().replace("a", "b"))
-    assert fingerprint() != before
+    assert fingerprint() is None
 
 
-def test_an_environment_fingerprint_never_reads_outside_the_repository(repo_copy, tmp_path):
+def test_an_environment_reading_outside_the_repository_is_refused_and_never_kept(repo_copy, tmp_path, render_cache_dir):
+    render.render_repository(repo_copy, ["prod"])
     outside = tmp_path / "outside.yaml"
     outside.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: outside\n")
     kustomization = repo_copy / "overlays" / "dev" / "training" / "kustomization.yaml"
     listed = kustomization.read_text().replace("  - ../settings.yaml\n", f"  - ../settings.yaml\n  - {outside}\n")
     kustomization.write_text(listed)
-    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters" / "dev") is None
-    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters" / "prod") is not None
+    with pytest.raises(InputError, match="outside"):
+        render.render_repository(repo_copy, ["dev"])
+    found = render.environment_fingerprints(repo_copy, ["dev", "prod"])
+    assert found["dev"] is None and found["prod"] is not None
 
 
 def test_merge_keeps_the_stage_order_of_notes():
@@ -190,14 +193,15 @@ def test_a_file_git_ignores_is_not_in_the_key_the_render_does_not_see_it(repo, r
     assert invalid() == ["ConfigMap/default/c"]
 
 
-def test_an_ignore_file_that_is_a_link_or_a_device_is_never_read(repo_copy, monkeypatch):
+def test_an_ignore_file_that_is_a_link_or_a_device_is_never_read(repo_copy, render_cache_dir):
     os.symlink("/dev/zero", repo_copy / ".gitignore")
     os.symlink("/dev/zero", repo_copy / "clusters" / ".sourceignore")
-    cache = results_cache.ResultsCache(repo_copy, SchemaStore({}, schema_dir=SCHEMA_DIR), None)  # returns
-    assert cache.key("dev") is not None
+    render.render_repository(repo_copy, ["dev"])  # returns
+    cache = results_cache.ResultsCache(repo_copy, SchemaStore({}, schema_dir=SCHEMA_DIR), None)
+    assert cache.keys(["dev"])["dev"] is not None
 
 
-def test_an_environment_fingerprint_does_not_follow_a_link_out_of_the_repository(repo_copy, tmp_path):
+def test_an_environment_fingerprint_does_not_follow_a_link_out_of_the_repository(repo_copy, tmp_path, render_cache_dir):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "kustomization.yaml").write_text("resources: []\n")
@@ -205,4 +209,6 @@ def test_an_environment_fingerprint_does_not_follow_a_link_out_of_the_repository
     kustomization = repo_copy / "overlays" / "dev" / "training" / "kustomization.yaml"
     listed = kustomization.read_text().replace("  - ../settings.yaml\n", "  - ../settings.yaml\n  - ext\n")
     kustomization.write_text(listed)
-    assert render_cache.environment_fingerprint(repo_copy, repo_copy / "clusters" / "dev") is None
+    with pytest.raises(InputError):
+        render.render_repository(repo_copy, ["dev"])
+    assert render.environment_fingerprints(repo_copy, ["dev"]) == {"dev": None}

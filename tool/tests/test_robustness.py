@@ -402,7 +402,8 @@ def test_an_interrupted_generator_leaves_nothing_in_the_repository_or_tmpdir(rep
     assert list(scratch.iterdir()), "the scratch copy is in TMPDIR while the generator works"
     os.killpg(process.pid, signum)
     out, err = process.communicate(timeout=60)
-    assert one_line(subprocess.CompletedProcess(process.args, process.returncode, out, err), verb, 130) == "interrupted"
+    result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    assert one_line(result, verb, 128 + signum) == "interrupted"
     untouched(repo)
     assert [p.name for p in repo.rglob("*") if p.name.startswith(".generate-") or p.name.endswith(".new")] == []
     assert list(scratch.iterdir()) == []

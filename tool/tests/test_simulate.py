@@ -137,3 +137,22 @@ def test_pods_the_api_server_refuses_are_reported_with_the_operators_warning(rep
         'worker pod created failed: pods "horovod-train-worker-0" is forbidden: '
         'violates PodSecurity "restricted:latest"'
     )
+
+
+@pytest.mark.parametrize(
+    ("max_size", "says"),
+    [
+        (1_000_000_000, "node group gpu: maxSize 1000000000 makes more than 1000 nodes in all"),
+        ("many", "node group gpu: maxSize 'many' is not a whole number of nodes"),
+        (-1, "node group gpu: maxSize -1 is not a whole number of nodes"),
+    ],
+)
+def test_a_node_group_simulate_cannot_make_is_refused_before_any_node_is(max_size, says):
+    # A hand-written maxSize of a billion made a billion Node objects in memory before anything failed.
+    config = prod_cluster_config()
+    config["managedNodeGroups"][1]["maxSize"] = max_size
+    with pytest.raises(InputError, match=f"^{says}"):
+        node_docs(config)
+    config["managedNodeGroups"][1]["maxSize"] = 450  # the EKS default quota per managed node group: made
+    nodes, groups = node_docs(config)
+    assert [g["nodes"] for g in groups if g["name"] == "gpu"] == [450] and len(nodes) >= 450

@@ -1,8 +1,10 @@
 """One command-line convention for every verb (render, validate, diff, new-environment, new-job, ...):
 
-- an error is one line on stderr, `<verb>: <message>`, and never a traceback;
-- usage and input errors exit 2, argparse's own included; Ctrl-C (and SIGTERM or SIGHUP, which
-  unwind the same way so temporary files and worktrees are removed) exits 130 with one line;
+- an error is one line on stderr, `<verb>: <message>`, and never a traceback; it and every progress line are
+  masked (core/credentials.mask_text);
+- usage and input errors exit 2, argparse's own included; Ctrl-C, SIGTERM and SIGHUP unwind the same way (so
+  temporary files and worktrees are removed) and exit 128 + the signal's number (130, 143, 129) with one line
+  (cli/main.py and core/interrupts.py);
 - a bug in the tools is one line too, `<verb>: internal error: ...`, exit 2, unless GITOPS_DEBUG=1
   asks for the traceback;
 - a reader that goes away (`scripts/validate | head`) ends the verb quietly.
@@ -20,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from ..core.credentials import mask_text
 from ..core.errors import DEBUG_VARIABLE, InputError
 from ..core.escaping import one_line
 from ..core.network import OFFLINE_VARIABLE
@@ -54,8 +57,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def say(verb: str, message: str) -> None:
-    """One line on stderr, whatever the message holds."""
-    print(f"{verb}: {one_line(message)}", file=sys.stderr, flush=True)
+    """One line on stderr, whatever the message holds, its credentials masked (core/credentials.mask_text: the
+    last point every error passes, whatever made it)."""
+    print(f"{verb}: {one_line(mask_text(str(message)))}", file=sys.stderr, flush=True)
 
 
 def progress(verb: str, quiet: bool = False) -> Callable[[str], None]:
@@ -66,7 +70,7 @@ def progress(verb: str, quiet: bool = False) -> Callable[[str], None]:
     def report(line: str) -> None:
         if not quiet:
             with lock:
-                sys.stderr.write(f"{verb}: {one_line(line)}\n")
+                sys.stderr.write(f"{verb}: {one_line(mask_text(str(line)))}\n")
                 sys.stderr.flush()
 
     return report

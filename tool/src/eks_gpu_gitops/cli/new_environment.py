@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..facts import limits
 from ..generate import readme
 from ..generate.environment import environment_files, readme_row
 from ..generate.files import write_all
@@ -19,7 +20,12 @@ def build_parser() -> cli.Parser:
     parser = cli.Parser(prog=f"{cli.PROG} {VERB}", description=__doc__.splitlines()[0])
     parser.add_argument("name", help="environment name (a DNS-1123 label, e.g. staging)")
     parser.add_argument("--instance-type", required=True, help="GPU instance type of the environment")
-    parser.add_argument("--nodes", required=True, help="GPU nodes (= MPI workers)")
+    parser.add_argument(
+        "--nodes",
+        required=True,
+        help=f"GPU nodes (= MPI workers): 1 to {limits.MANAGED_NODE_GROUP_NODES}, EKS's default quota of nodes per "
+        f"managed node group ({limits.CAPACITY_BLOCK_MAX_INSTANCES} with --capacity-block)",
+    )
     efa = parser.add_mutually_exclusive_group()
     efa.add_argument("--efa", dest="efa", action="store_const", const="on", help="EFA on (refused without EFA)")
     efa.add_argument("--no-efa", dest="efa", action="store_const", const="off", help="EFA off")

@@ -26,16 +26,22 @@ VERB = "new-job"
 
 def build_parser() -> cli.Parser:
     parser = cli.Parser(prog=f"{cli.PROG} {VERB}", description=__doc__.splitlines()[0])
-    parser.add_argument("name", help="job name (DNS-1035 label)")
+    parser.add_argument(
+        "name", help="job name: a DNS-1035 label that leaves <name>-worker-<workers-1> at most 63 characters"
+    )
     parser.add_argument("--env", required=True)
     parser.add_argument(
-        "--workers", help="MPI workers (pods); nccl-tests: default every GPU node (the gpu group's maxSize)"
+        "--workers",
+        help="MPI workers (pods), at most what the gpu group holds at maxSize; nccl-tests: default every GPU node "
+        "(the gpu group's maxSize)",
     )
-    parser.add_argument("--gpus-per-worker", help="default: all GPUs of the environment's instance type")
+    parser.add_argument(
+        "--gpus-per-worker", help="1 to the GPUs of the environment's instance type; default: all of them"
+    )
     parser.add_argument(
         "--image",
-        help="default: follow the image of the environment's horovod-train job "
-        "(moves when newTag in overlays/base/training changes)",
+        help="an image reference the kubelet can pull ([registry/]repository[:tag][@digest]); default: follow the "
+        "image of the environment's horovod-train job (moves when newTag in overlays/base/training changes)",
     )
     parser.add_argument("--kind", choices=sorted(KINDS), default="train", help="default: train")
     parser.add_argument(
@@ -47,7 +53,8 @@ def build_parser() -> cli.Parser:
     )
     for flag in TRAINER_FLAGS:
         kinds = [kind for kind, flags in KIND_FLAGS.items() if flag in flags]
-        parser.add_argument(f"--{flag}", help=f"trainer --{flag} ({', '.join(kinds)})")
+        where = ", a folder inside the FSx mount (/fsx)" if flag == "data-dir" else ""
+        parser.add_argument(f"--{flag}", help=f"trainer --{flag} ({', '.join(kinds)}){where}")
     for switch in SWITCHES:
         parser.add_argument(f"--{switch}", action="store_true", help=f"trainer --{switch}")
     return parser

@@ -20,8 +20,8 @@ def document() -> str:
         "<!-- Generated from the verbs' argument parsers: python -m eks_gpu_gitops.cli.reference -->",
         "",
         f"One command, `{PROG} VERB [ARGS]`; a generated repository runs it as `scripts/VERB`. Every verb writes",
-        "errors as one line on stderr (`VERB: message`), exits 2 on a usage or input error and 130 when",
-        "interrupted; `validate` and `diff` say what 0 and 1 mean for them.",
+        "errors as one line on stderr (`VERB: message`), exits 2 on a usage or input error and, interrupted, 130",
+        "(Ctrl-C) or 143 (SIGTERM); `validate` and `diff` say what 0 and 1 mean for them.",
         "",
     ]
     for verb, (module, _) in VERBS.items():

@@ -3,6 +3,7 @@ that never ends, a link to /dev/zero, a file of gigabytes."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -11,27 +12,59 @@ from pathlib import Path
 LIMIT = 256 << 20
 
 
-def read_regular(path: Path, limit: int = LIMIT) -> bytes | None:
-    """The bytes of `path` when it is a regular file (a symbolic link is not followed) of at most `limit`
-    bytes; None otherwise, or when it cannot be read. Never blocks on a FIFO or a device."""
+class Unreadable(Exception):
+    """Why a file was not read (one line): not a regular file, larger than the limit, or an OS error."""
+
+
+class TooLarge(Unreadable):
+    """A regular file larger than the limit."""
+
+
+def size_text(size: int) -> str:
+    """A size as people read it: 256 MiB, 64 KiB, or in bytes when it is no whole number of either (1,048,577
+    bytes, never a rounded "1.0 MiB" next to a limit of 1 MiB)."""
+    for shift, unit in ((20, "MiB"), (10, "KiB")):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift:,} {unit}"
+    return f"{size:,} bytes"
+
+
+def read_bounded(path: Path, limit: int = LIMIT, follow_links: bool = False) -> bytes:
+    """The bytes of `path` when it is a regular file (a symbolic link is not followed, unless `follow_links`) of
+    at most `limit` bytes; Unreadable otherwise. Never blocks on a FIFO or a device, and never reads past `limit`
+    (a file that grows while it is read is refused too)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        if not follow_links and error.errno == errno.ELOOP and os.path.islink(path):
+            raise Unreadable("a symbolic link, not a regular file") from None
+        raise Unreadable(error.strerror or str(error)) from None
     try:
         info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file")
+        if info.st_size > limit:
+            raise TooLarge(f"larger than {size_text(limit)} ({size_text(info.st_size)})")
         chunks, total = [], 0
         while True:
-            chunk = os.read(descriptor, 1 << 20)
+            chunk = os.read(descriptor, min(1 << 20, limit + 1 - total))
             if not chunk:
                 return b"".join(chunks)
             total += len(chunk)
             if total > limit:
-                return None
+                raise TooLarge(f"larger than {size_text(limit)}")
             chunks.append(chunk)
-    except OSError:
-        return None
+    except OSError as error:
+        raise Unreadable(error.strerror or str(error)) from None
     finally:
         os.close(descriptor)
+
+
+def read_regular(path: Path, limit: int = LIMIT) -> bytes | None:
+    """The bytes of `path` when it is a regular file (a symbolic link is not followed) of at most `limit`
+    bytes; None otherwise, or when it cannot be read. Never blocks on a FIFO or a device."""
+    try:
+        return read_bounded(path, limit)
+    except Unreadable:
+        return None

@@ -12,6 +12,7 @@ from ..live.server_apply import comparable, dry_run, pruned
 from ..model import Environment, FluxKustomization, Manifest
 from ..render.repository import render_repository, repository_root
 from . import impact
+from .masking import mask_names
 from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Key, ObjectChange, Report, Side
 from .pairing import unified
 
@@ -31,7 +32,7 @@ def live_report(envs: list[str] | None, context: str | None, lines: int = 3):
         diff, refused = environment_diff(cluster.api, environment, lines)
         report.environments.append(diff)
         problems.extend(refused)
-    return report, problems
+    return mask_names(report), problems
 
 
 def environment_diff(api, environment: Environment, lines: int = 3):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import Environment
 from . import impact, notices
+from .masking import mask_names
 from .model import ADDED, CHANGED, REMOVED, EnvironmentDiff, Figure, Report, Side
 from .notices.catalogue import CATALOGUE
 from .pairing import pair
@@ -39,7 +40,7 @@ def build_report(
             diff.notices = notices.notices(scope, diff.gpu_quota, diff.gpu_capacity)
         environments.append(diff)
     _once_per_report(environments)
-    return Report(base=base, head=head, environments=environments)
+    return mask_names(Report(base=base, head=head, environments=environments))
 
 
 def _once_per_report(environments: list[EnvironmentDiff]) -> None:

@@ -4,9 +4,11 @@ Each side is rendered once with `render_repository`, the same render validate us
 sides run at the same time. A base without clusters/ (the change that adds the GitOps layout)
 has no environments, so everything shows as added.
 
-An environment whose inputs are the same on both sides (render_cache.environment_fingerprint: every
-file its render reads, named relative to the tree) is not rendered at all: it is listed as unchanged.
-GITOPS_RENDER_CACHE=off renders every environment.
+An environment whose inputs are the same on both sides is not rendered at all: it is listed as unchanged.
+Its inputs are what an earlier render of it read (render_cache.py, repository.environment_fingerprints:
+every file, listing and path test its builds made, named relative to the tree), when they give the same
+values on both sides now; an environment no earlier render is known for is rendered. GITOPS_RENDER_CACHE=off
+renders every environment.
 
 An environment that does not render on one side does not hide the others: when a side fails,
 each of its environments is rendered on its own (in parallel) to find the broken ones. Those are
@@ -26,9 +28,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..model import Environment
 from ..render import render_cache
-from ..render.flux_build import listed_files
-from ..render.flux_source import ArtifactFilter
-from ..render.repository import environment_names, render_repository
+from ..render.repository import environment_fingerprints, environment_names, render_repository
 from . import gitrefs
 from .model import Side
 
@@ -117,25 +117,14 @@ def _names(tree: Path) -> list[str]:
         return []  # no clusters/ (a base before the GitOps layout): rendering says the rest
 
 
-def _fingerprints(tree: Path, names: list[str]) -> list[str | None]:
-    listed = frozenset(listed_files(tree))  # what the render copies: git's view of the tree
-    return [
-        render_cache.environment_fingerprint(
-            tree, tree / "clusters" / name, [tree / "overlays" / name / "eksctl"], listed
-        )
-        for name in names
-    ]
-
-
 def unchanged(base_tree: Path, head_tree: Path, names: list[str]) -> list[str]:
-    """The environments whose every input is the same on both sides (never one that cannot be told)."""
-    if not render_cache.enabled():
+    """The environments an earlier render's reads hold for on both sides, alike (never one that cannot be
+    told: it is rendered)."""
+    if not render_cache.enabled() or not names:
         return []
-    if ArtifactFilter(base_tree).identity() != ArtifactFilter(head_tree).identity():
-        return []  # what Flux's artifact leaves out changed: every environment may build differently
-    with render_cache.reading_once(), ThreadPoolExecutor(max_workers=2) as pool:
-        base, head = pool.map(lambda tree: _fingerprints(tree, names), (base_tree, head_tree))
-    return [n for n, b, h in zip(names, base, head, strict=True) if b is not None and b == h]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        base, head = pool.map(lambda tree: environment_fingerprints(tree, names), (base_tree, head_tree))
+    return [n for n in names if base[n] is not None and base[n] == head[n]]
 
 
 def render_sides(base: Side, head: Side, root: Path, wanted: list[str] | None) -> Rendered:

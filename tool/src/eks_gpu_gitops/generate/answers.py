@@ -1,19 +1,30 @@
-"""Checks of the template's answers, shared by the pre-generation hook and the generators.
+"""Checks of the template's answers and of the generators' options: one set, shared by the pre-generation hook
+and the generators (scripts/new-environment, scripts/new-job), so that nothing either writes is nonsense that
+eksctl, EKS, EC2, the API server, Flux or the job would refuse later.
 
-Each check returns None when the answer is good, or one line that names the question
-and says how to fix it. `check_answers` runs them all in question order.
+Each check returns None when the answer is good, or one line that names the question (or option) and says how to
+fix it. `check_answers` runs them all in question order. Every pattern is matched whole (`fullmatch`): a `$`
+also matches before a final newline. Bounds come from facts/limits.py and facts/catalog.py, with their sources.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+import unicodedata
 
-from ..facts import catalog, eks, fsx
+from ..facts import catalog, eks, fsx, limits
 from ..model.scope import PRODUCTION_NAMES
 
-_DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_CLUSTER_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]*$")
-_IMAGE_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$")
+_DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+# What the MPI operator needs of an MPIJob's name (kubeflow/mpi-operator v0.8.2,
+# pkg/apis/kubeflow/validation/validation.go validateMPIJobName): `<name>-worker-<replicas-1>`, the last worker's
+# host name, must be a DNS-1035 label (k8s.io/apimachinery pkg/util/validation IsDNS1035Label): at most 63
+# characters, a lowercase letter first.
+_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS_LABEL_MAX = 63
+_CLUSTER_NAME = re.compile(r"[a-zA-Z][-a-zA-Z0-9]*")
+_IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+")
 # The registries the image workflow can push to without static keys (.github/workflows/image.yaml):
 # GHCR with the workflow's token, ECR through an IAM role assumed with GitHub's OIDC token.
 _REPOSITORY_PATH = r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
@@ -22,9 +33,13 @@ _ECR = re.compile(
     rf"[0-9]{{12}}\.dkr\.ecr\.(?P<region>[a-z]{{2}}(?:-[a-z]+)+-[0-9])\.amazonaws\.com/{_REPOSITORY_PATH}"
 )
 PUSHABLE_REPOSITORIES = "ghcr.io/<owner>/<name> or <account>.dkr.ecr.<region>.amazonaws.com/<name> (lowercase, no tag)"
-_IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_GIT_URL = re.compile(r"^(https://|ssh://)[^\s]+$")
-_GIT_BRANCH = re.compile(r"^(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])$")
+_IMAGE_TAG = re.compile(limits.TAG)
+_GIT_URL = re.compile(r"(https://|ssh://)[^\s]+")
+_GIT_BRANCH = re.compile(r"(?!/)(?!.*(\.\.|//|@\{))[A-Za-z0-9._/-]+(?<![./])")
+_WHOLE_NUMBER = re.compile("[0-9]+")
+# Unicode categories no answer may hold: control, format (zero-width and bidirectional marks), surrogate,
+# private-use and unassigned characters, and the line and paragraph separators.
+_NOT_TEXT = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 # The longest environment suffix the template adds to names ("-prod"), plus room for new ones.
 ENV_SUFFIX_ROOM = 12
 EKS_CLUSTER_NAME_LIMIT = 100
@@ -32,12 +47,26 @@ EKS_CLUSTER_NAME_LIMIT = 100
 EFA_CHOICES = ("auto", "on", "off")
 
 
+# The longest value a message repeats in full; a longer one is cut, so the line stays readable.
+_SHOWN = 80
+
+
 def _bad(question: str, value: object, problem: str, fix: str) -> str:
-    return f"{question}: {value!r} {problem}; {fix}"
+    shown = repr(value)
+    if len(shown) > _SHOWN:
+        shown = f"{shown[: _SHOWN - 20]}... ({len(str(value))} characters)"
+    return f"{question}: {shown} {problem}; {fix}"
+
+
+def check_line(value: object, question: str) -> str | None:
+    """Free text: one line of printable characters (it lands in YAML, comments, READMEs and file names)."""
+    if not isinstance(value, str) or any(unicodedata.category(c) in _NOT_TEXT for c in value):
+        return _bad(question, value, "is not one line of plain text", "remove line breaks and control characters")
+    return None
 
 
 def check_slug(slug: str, question: str = "project_slug") -> str | None:
-    if len(slug) > 63 or not _DNS_1123_LABEL.match(slug):
+    if len(slug) > DNS_LABEL_MAX or not _DNS_1123_LABEL.fullmatch(slug):
         return _bad(
             question,
             slug,
@@ -56,7 +85,7 @@ def check_region(region: str) -> str | None:
 
 
 def check_availability_zone(az: str, region: str) -> str | None:
-    if not eks.az_in_region(az, region):
+    if check_line(az, "availability_zone") or not eks.az_in_region(az, region):
         return _bad(
             "availability_zone",
             az,
@@ -78,7 +107,7 @@ def check_kubernetes_version(version: str) -> str | None:
 
 
 def check_cluster_name(name: str) -> str | None:
-    if len(name) + ENV_SUFFIX_ROOM > EKS_CLUSTER_NAME_LIMIT or not _CLUSTER_NAME.match(name):
+    if len(name) + ENV_SUFFIX_ROOM > EKS_CLUSTER_NAME_LIMIT or not _CLUSTER_NAME.fullmatch(name):
         return _bad(
             "cluster_name",
             name,
@@ -127,15 +156,39 @@ def check_gpu_instance_type(name: str, question: str = "gpu_instance_type") -> s
     return None
 
 
-def parse_count(value: object, question: str, counted: str = "nodes") -> tuple[int | None, str | None]:
-    """`counted` names what is counted in the message: nodes, workers, GPUs."""
-    try:
-        count = int(str(value).strip())
-    except ValueError:
-        return None, _bad(question, value, "is not a whole number", f"give a number of {counted}, 1 or more")
+def parse_count(
+    value: object, question: str, counted: str = "nodes", most: int | None = None, bound: str = ""
+) -> tuple[int | None, str | None]:
+    """A positive whole number written in ASCII digits, at most `most` when given; `bound` says where that
+    limit comes from, `counted` names what is counted in the message: nodes, workers, GPUs."""
+    fix = f"give a number of {counted}, " + (f"1 to {most}" if most is not None else "1 or more")
+    text = str(value)
+    if not _WHOLE_NUMBER.fullmatch(text):
+        if text.startswith("-") and _WHOLE_NUMBER.fullmatch(text[1:]):
+            return None, _bad(question, value, "is less than 1", fix)
+        return None, _bad(question, value, "is not a whole number", fix)
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(limits.API_INTEGER_MAX)):  # never made a number of (Python refuses 4300 digits)
+        most, bound = (limits.API_INTEGER_MAX, "the largest number the APIs take") if most is None else (most, bound)
+        return None, _bad(question, value, f"is more than {most}, {bound}", fix)
+    count = int(digits)
     if count < 1:
-        return None, _bad(question, value, "is less than 1", f"give a number of {counted}, 1 or more")
+        return None, _bad(question, value, "is less than 1", fix)
+    if most is not None and count > most:
+        return None, _bad(question, value, f"is more than {most}, {bound}", fix)
     return count, None
+
+
+def node_count_limit(capacity_block: bool) -> tuple[int, str]:
+    """The most GPU nodes one environment's gpu group may have, and why (facts/limits.py)."""
+    if capacity_block:
+        return limits.CAPACITY_BLOCK_MAX_INSTANCES, "the most instances a Capacity Block holds"
+    return limits.MANAGED_NODE_GROUP_NODES, "EKS's default quota of nodes per managed node group"
+
+
+def parse_node_count(value: object, capacity_block: bool, question: str = "gpu_node_count") -> tuple:
+    most, bound = node_count_limit(capacity_block)
+    return parse_count(value, question, "nodes", most, bound)
 
 
 def parse_efa(value: object, instance_type: str) -> tuple[bool | None, str | None]:
@@ -159,7 +212,7 @@ YES_NO = ("no", "yes")
 
 def check_capacity_reservation(reservation: str, capacity_block: str) -> str | None:
     """An On-Demand Capacity Reservation or Capacity Block for ML for the GPU nodes (one id, cr-...)."""
-    if reservation and not eks.CAPACITY_RESERVATION_ID.match(reservation):
+    if reservation and (check_line(reservation, "") or not eks.CAPACITY_RESERVATION_ID.match(reservation)):
         return _bad(
             "gpu_capacity_reservation",
             reservation,
@@ -206,15 +259,18 @@ def check_fsx(deployment_type: str, capacity: object, s3_import_path: str) -> st
             "is not an FSx for Lustre deployment type",
             "use one of " + ", ".join(fsx.DEPLOYMENT_TYPES),
         )
-    try:
-        gib = int(str(capacity).strip())
-    except ValueError:
+    if not _WHOLE_NUMBER.fullmatch(str(capacity)):
         return _bad("fsx_capacity_gib", capacity, "is not a whole number of GiB", "use e.g. 1200")
+    digits = str(capacity).lstrip("0") or "0"
+    most = limits.FSX_STORAGE_CAPACITY_MAX
+    if len(digits) > len(str(most)) or int(digits) > most:
+        return _bad("fsx_capacity_gib", capacity, f"is more than the FSx API takes ({most})", "use e.g. 1200")
+    gib = int(digits)
     problem = fsx.capacity_error(deployment_type, gib)
     if problem:
         return _bad("fsx_capacity_gib", capacity, "is not a size FSx creates exactly", problem)
     if s3_import_path:
-        if fsx.s3_bucket(s3_import_path) is None:
+        if check_line(s3_import_path, "") or fsx.s3_bucket(s3_import_path) is None:
             return _bad(
                 "fsx_s3_import_path",
                 s3_import_path,
@@ -239,8 +295,70 @@ def image_registry(repository: str) -> tuple[str, str] | None:
     return ("ecr", ecr["region"]) if ecr else None
 
 
+def check_image(image: object, question: str = "--image") -> str | None:
+    """An image reference the kubelet can pull (facts/limits.py: distribution/reference's grammar)."""
+    problem = check_line(image, question)
+    if problem:
+        return problem
+    problem = limits.parse_image(image)[1]
+    if problem:
+        return _bad(
+            question,
+            image,
+            f"is not an image reference ({problem})",
+            "use [registry/]repository[:tag][@sha256:digest] with a lowercase repository, "
+            "e.g. ghcr.io/org/trainer:0.1.0",
+        )
+    return None
+
+
+def check_mpijob_name(name: str, workers: int | None = None, question: str = "NAME") -> str | None:
+    """An MPIJob's name; with `workers`, one that leaves the last worker's host name a DNS-1035 label."""
+    if len(name) > DNS_LABEL_MAX or not _DNS_1035_LABEL.fullmatch(name):
+        return _bad(
+            question,
+            name,
+            "is not a DNS-1035 label",
+            f"use at most {DNS_LABEL_MAX} lowercase letters, digits and '-', starting with a letter and ending with "
+            "a letter or digit",
+        )
+    if workers is not None:
+        host = f"{name}-worker-{workers - 1}"
+        if len(host) > DNS_LABEL_MAX:
+            return _bad(
+                question,
+                name,
+                f"makes the last worker's host name {host} longer than {DNS_LABEL_MAX} characters",
+                f"use at most {DNS_LABEL_MAX - len(host) + len(name)} characters",
+            )
+    return None
+
+
+def check_inside(path: object, top: str, question: str) -> str | None:
+    """A path inside the container folder `top` (a volume's mountPath), without `..` or repeated slashes."""
+    problem = check_line(path, question)
+    if problem:
+        return problem
+    inside = posixpath.isabs(path) and posixpath.normpath(path) == path.rstrip("/")
+    if not inside or not (path == top or path.startswith(top.rstrip("/") + "/")):
+        return _bad(question, path, f"is not a folder inside {top}", f"use an absolute path under {top}/ without '..'")
+    return None
+
+
+def as_option(problem: str | None, options: dict[str, str]) -> str | None:
+    """A problem line that names questions, naming the generator options they are asked as instead: the one it
+    is about, and those its fix names (after the last "; ")."""
+    if problem is None:
+        return None
+    question, colon, rest = problem.partition(":")
+    said, semicolon, fix = rest.rpartition("; ")
+    for name, option in options.items():
+        fix = re.sub(rf"\b{name}\b", option, fix)
+    return options.get(question, question) + colon + said + semicolon + fix
+
+
 def check_image_repository(repository: str) -> str | None:
-    if not _IMAGE_REPOSITORY.match(repository):
+    if not _IMAGE_REPOSITORY.fullmatch(repository):
         return _bad(
             "trainer_image_repository",
             repository,
@@ -258,7 +376,7 @@ def check_image_repository(repository: str) -> str | None:
 
 
 def check_image_tag(tag: str) -> str | None:
-    if not _IMAGE_TAG.match(tag) or tag == "latest":
+    if not _IMAGE_TAG.fullmatch(tag) or tag == "latest":
         return _bad(
             "trainer_image_tag",
             tag,
@@ -269,14 +387,14 @@ def check_image_tag(tag: str) -> str | None:
 
 
 def check_git(url: str, branch: str) -> str | None:
-    if not _GIT_URL.match(url):
+    if check_line(url, "") or not _GIT_URL.fullmatch(url):
         return _bad(
             "git_repository_url",
             url,
             "is not a Git URL Flux can sync from",
             "use https://github.com/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>",
         )
-    if not _GIT_BRANCH.match(branch):
+    if not _GIT_BRANCH.fullmatch(branch):
         return _bad("git_branch", branch, "is not a branch name", "use e.g. main")
     return None
 
@@ -289,7 +407,7 @@ def check_environment_answers(answers: dict) -> list[str]:
         check_gpu_instance_type(answers["gpu_instance_type"]),
     ]
     type_ok = problems[-1] is None
-    problems.append(parse_count(answers["gpu_node_count"], "gpu_node_count")[1])
+    problems.append(parse_node_count(answers["gpu_node_count"], answers.get("gpu_capacity_block") == "yes")[1])
     if type_ok:  # EFA depends on a known instance type
         problems.append(parse_efa(answers["efa"], answers["gpu_instance_type"])[1])
     problems.append(
@@ -304,6 +422,7 @@ def check_environment_answers(answers: dict) -> list[str]:
 def check_answers(answers: dict) -> list[str]:
     """All problems with a complete set of template answers, in question order."""
     problems = [
+        check_line(answers.get("project_name", ""), "project_name"),
         check_slug(answers["project_slug"]),
         check_kubernetes_version(answers["kubernetes_version"]),
         check_cluster_name(answers["cluster_name"]),

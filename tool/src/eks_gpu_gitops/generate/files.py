@@ -38,8 +38,20 @@ def _refusal(root: Path, path: Path, error: OSError) -> InputError:
     return InputError(f"{shown}: cannot write: {error.strerror or error}; nothing was written")
 
 
+def _outside(root: Path, path: str) -> bool:
+    """Whether `path` leads out of root: absolute, through `..`, or through a symbolic link that points out."""
+    relative = Path(path)
+    if relative.is_absolute() or ".." in relative.parts:
+        return True
+    return not (root / relative).resolve().is_relative_to(root.resolve())
+
+
 def write_all(root: Path, files: dict[str, str]) -> None:
-    """Create or replace every file in `files` (paths relative to root), or leave the tree as it was."""
+    """Create or replace every file in `files` (paths relative to root), or leave the tree as it was. A path
+    that leads out of root is refused before anything is written."""
+    for path in files:
+        if _outside(root, path):
+            raise InputError(f"{path}: leads outside the repository; nothing was written")
     targets = {root / path: text for path, text in files.items()}
     for target in targets:
         if target.exists() and not os.access(target, os.W_OK):

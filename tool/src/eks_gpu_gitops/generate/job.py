@@ -166,6 +166,16 @@ def _without_data(pod: dict) -> None:
             container.pop("volumeMounts", None)
 
 
+def fsx_mount(job: dict) -> str | None:
+    """Where the job's workers mount the FSx volume, the only place data reaches them; None without one."""
+    pod = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    for container in pod.get("containers", []):
+        for mount in container.get("volumeMounts", []) if isinstance(container, dict) else []:
+            if isinstance(mount, dict) and mount.get("name") == FSX and isinstance(mount.get("mountPath"), str):
+                return mount["mountPath"]
+    return None
+
+
 def image_replacement(job: dict) -> dict:
     """A Kustomize replacement that gives every container of `job` the image of horovod-train's worker.
 

@@ -5,9 +5,11 @@
         [--fsx-s3-import-path P] [--delete-fsx-with-claim]
         [--capacity-reservation cr-... [--capacity-block]] [--spot]
 
-Answers are checked by the same code as the template's questions (generate/answers.py), with the
-same messages; defaults come from platform.yaml (new_environment). The new environment is rendered
-in a scratch copy first; a refusal, or an environment that does not render, writes nothing.
+Options are checked by the same code as the template's questions (generate/answers.py), with the
+same messages except that they name the option (`--nodes`, not gpu_node_count); defaults come from
+platform.yaml (new_environment). --nodes is at most EKS's default quota of nodes per managed node group,
+450, or 64 with --capacity-block (facts/limits.py). The new environment is rendered in a scratch copy
+first; a refusal, or an environment that does not render, writes nothing.
 """
 
 from __future__ import annotations
@@ -25,16 +27,36 @@ from .environment import EnvironmentSpec
 README = "README.md"
 # What a render of one environment reads.
 RENDERED_FROM = ("clusters", "overlays")
+# The option each template question is asked as here.
+OPTIONS = {
+    "aws_region": "--region",
+    "availability_zone": "--availability-zone",
+    "gpu_instance_type": "--instance-type",
+    "gpu_node_count": "--nodes",
+    "efa": "--efa",
+    "fsx_deployment_type": "--fsx-deployment-type",
+    "fsx_capacity_gib": "--fsx-capacity-gib",
+    "fsx_s3_import_path": "--fsx-s3-import-path",
+    "gpu_capacity_reservation": "--capacity-reservation",
+    "gpu_capacity_block": "--capacity-block",
+}
 
 
 def plan(root: Path, args) -> EnvironmentSpec:
+    problem = answers.check_line(args.name, "NAME")
+    if problem:
+        raise InputError(problem)
     defaults = platform.new_environment_defaults(root)
     prefix = defaults["cluster_name_prefix"]
+    problem = answers.check_cluster_name(prefix)
+    if problem:
+        problem = problem.replace("cluster_name", "cluster_name_prefix", 1)
+        raise InputError(f"{platform.FILE}: new_environment.{problem}")
     problem = answers.check_environment_name(args.name, prefix)
     if problem:
         raise InputError(problem)
     for existing in (root / "clusters" / args.name, root / "overlays" / args.name):
-        if existing.exists():
+        if existing.exists() or existing.is_symlink():  # a link that leads nowhere is taken too
             raise InputError(
                 f"NAME: environment {args.name!r} already exists ({existing.relative_to(root)}); "
                 "choose another name or edit its overlays"
@@ -55,7 +77,7 @@ def plan(root: Path, args) -> EnvironmentSpec:
     }
     problems = answers.check_environment_answers(given)
     if problems:
-        raise InputError(problems[0])
+        raise InputError(answers.as_option(problems[0], OPTIONS))
     if args.spot:
         efa = answers.parse_efa(args.efa, args.instance_type)[0]
         problem = answers.check_spot(args.name, bool(efa), args.capacity_reservation)

@@ -11,9 +11,13 @@ the gpu group's maxSize, which Cluster Autoscaler starts for it) to measure the 
 before a long job (docs/operations.md of a generated repository, "Acceptance test"). Defaults come from
 the environment: its GPU type (whole-node workers), the image and trainer settings of its horovod-train
 job. Without --image the job follows horovod-train's image (a `replacements` entry in the environment's
-training kustomization), so bumping newTag in overlays/base/training moves it too. Trainer settings are
-checked by the trainer's own option table. The new job is checked by the validator in a temporary copy
-first; a request that adds an error (more GPUs than the node group can ever hold, say) writes nothing.
+training kustomization), so bumping newTag in overlays/base/training moves it too. Every option is checked
+before the environment is read or anything written (generate/answers.py): values are one line of text, NAME is
+a DNS-1035 label that leaves `<name>-worker-<workers-1>` at most 63 characters (the MPI operator's check), --image
+parses with distribution/reference's grammar (facts/limits.py), --gpus-per-worker is at most the instance type's
+GPUs and --workers at most what the gpu group holds at maxSize, --data-dir is inside the workers' FSx mount.
+Trainer settings are checked by the trainer's own option table. The new job is checked by the validator in a
+temporary copy first; a request that adds an error (more GPUs than the queue's quota, say) writes nothing.
 Running it again with the same arguments changes nothing.
 """
 
@@ -29,7 +33,7 @@ import yaml
 
 from ..core.errors import InputError
 from ..facts import catalog
-from ..model import MPIJOB
+from ..model import MPIJOB, plural
 from ..render.helper import has_kustomization
 from ..render.repository import render_repository
 from . import answers
@@ -37,6 +41,7 @@ from .files import write_all
 from .job import (
     KIND_MODULES,
     JobSpec,
+    fsx_mount,
     image_replacement,
     job_manifest,
     model_job,
@@ -158,10 +163,62 @@ def check_trainer_flags(root: Path, kind: str, flags: dict[str, str], switches: 
         raise InputError(str(error)) from None
 
 
-def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
-    problem = answers.check_slug(args.name, question="NAME")
+def given_flags(args) -> dict[str, str]:
+    """The trainer flags given on the command line, by name."""
+    return {
+        flag: str(getattr(args, flag.replace("-", "_")))
+        for flag in TRAINER_FLAGS
+        if getattr(args, flag.replace("-", "_")) is not None
+    }
+
+
+def check_options(args) -> None:
+    """What can be checked of the options before the environment is read: every value is one line of text, NAME
+    is a name the MPI operator takes, --image a reference the kubelet can pull (generate/answers.py)."""
+    texts = {"NAME": args.name, "--env": args.env, "--workers": args.workers, "--gpus-per-worker": args.gpus_per_worker}
+    texts |= {f"--{flag}": value for flag, value in given_flags(args).items()}
+    for option, value in texts.items():
+        problem = answers.check_line(value, option) if value is not None else None
+        if problem:
+            raise InputError(problem)
+    problem = answers.check_mpijob_name(args.name)
+    if problem is None and args.image is not None:
+        problem = answers.check_image(args.image)
     if problem:
         raise InputError(problem)
+
+
+def count_options(args, group: dict, instance: catalog.InstanceType) -> tuple[int, int]:
+    """(workers, GPUs per worker), each within what the environment's gpu node group holds at maxSize."""
+    gpus, problem = answers.parse_count(
+        instance.gpus if args.gpus_per_worker is None else args.gpus_per_worker,
+        "--gpus-per-worker",
+        "GPUs",
+        instance.gpus,
+        f"the GPUs of one {instance.name} node",
+    )
+    if problem:
+        raise InputError(problem)
+    # Every node the autoscaler may start: the group idles at zero (desiredCapacity 0).
+    nodes = group.get("maxSize", group.get("desiredCapacity", 1))
+    if type(nodes) is not int or nodes < 1:
+        raise InputError(f"--env: {args.env}'s gpu node group has maxSize {nodes!r}, no nodes to size a job for")
+    per_node = instance.gpus // gpus
+    workers, problem = answers.parse_count(
+        nodes if args.workers is None else args.workers,
+        "--workers",
+        "workers",
+        nodes * per_node,
+        f"what {args.env}'s gpu node group holds at maxSize ({nodes} x {instance.name}, {per_node} worker(s) of "
+        f"{plural(gpus, 'GPU')} each)",
+    )
+    if problem:
+        raise InputError(problem)
+    return workers, gpus
+
+
+def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
+    check_options(args)
     environment = render_repository(root, [args.env])[0]
     model = model_job(environment.objects)
     if model is None or environment.cluster_config is None:
@@ -193,19 +250,16 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
         )
     if args.workers is None and args.kind != "nccl-tests":
         raise InputError(f"--workers is required for --kind {args.kind}")
-    # Every node the autoscaler may start: the group idles at zero (desiredCapacity 0).
-    all_nodes = group.get("maxSize", group.get("desiredCapacity", 1))
-    workers, problem = answers.parse_count(args.workers or all_nodes, "--workers", "workers")
+    workers, gpus = count_options(args, group, instance)
+    problem = answers.check_mpijob_name(args.name, workers)
     if problem:
         raise InputError(problem)
-    gpus, problem = answers.parse_count(args.gpus_per_worker or instance.gpus, "--gpus-per-worker", "GPUs")
-    if problem:
-        raise InputError(problem)
-    flags = {
-        flag: str(getattr(args, flag.replace("-", "_")))
-        for flag in TRAINER_FLAGS
-        if getattr(args, flag.replace("-", "_")) is not None
-    }
+    flags = given_flags(args)
+    mount = fsx_mount(model)
+    if "data-dir" in flags and mount:
+        problem = answers.check_inside(flags["data-dir"], mount, "--data-dir")
+        if problem:
+            raise InputError(problem)
     switches = tuple(switch for switch in SWITCHES if getattr(args, switch.replace("-", "_")))
     check_trainer_flags(root, args.kind, flags, switches)
     if args.data_format != "features" and args.kind != "train":

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.credentials import mask_text, without_userinfo
 from ..core.errors import InputError
 from ..model import mapping, sequence
 from ..model.substitution import CLUSTER_SETTINGS, CLUSTER_VARIABLES
@@ -69,9 +70,9 @@ def _run(command: list[str], what: str, missing: str, stdin: str | None = None) 
         done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise InputError(f"{what} took longer than {_TIMEOUT} s") from None
-    if done.returncode != 0:
+    if done.returncode != 0:  # the CLI's line may name a server with its userinfo, or echo a credential
         first = next((line for line in done.stderr.splitlines() if line.strip()), "no message")
-        raise InputError(f"{what}: {first.strip()}")
+        raise InputError(f"{what}: {mask_text(without_userinfo(first.strip()))}")
     return done.stdout
 
 
@@ -154,11 +155,15 @@ def _kubectl(context: str | None, *args: str, stdin: str | None = None) -> str:
 
 def check_context(context: str | None, cluster: Cluster, endpoint: str) -> None:
     """Refuse to write unless the kubeconfig context's API server is the environment's cluster."""
-    server = _kubectl(context, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
-    if server.strip().rstrip("/").lower() != endpoint.strip().rstrip("/").lower():
+    # The kubeconfig's URL may carry a user and password: compared and shown without them.
+    server = without_userinfo(
+        _kubectl(context, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}").strip()
+    )
+    endpoint = without_userinfo(endpoint.strip())
+    if server.rstrip("/").lower() != endpoint.rstrip("/").lower():
         where = f"context {context}" if context else "the current context"
         raise InputError(
-            f"{where} points at {server.strip() or 'no server'}, not cluster {cluster.name} ({endpoint}); "
+            f"{where} points at {mask_text(server) or 'no server'}, not cluster {cluster.name} ({endpoint}); "
             "give --context with the cluster's context (eksctl wrote it to the kubeconfig)"
         )
 

@@ -11,7 +11,8 @@ with this run cannot be tried and is skipped with a note.
 
 validate --server reports refusals and fields the server drops (a structural CRD schema prunes
 unknown fields: validate/server.py); diff --live compares each dry-run result with the live object
-(diff/live.py).
+(diff/live.py). A refusal of one object is its outcome's error (the reason and the first line of the server's
+message); any other failure (discovery refused, the server gone) is one line (cluster.one_line_errors).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..model import Environment, Manifest
+from .cluster import one_line_errors
 
 FIELD_MANAGER = "kustomize-controller"
 OWNER_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -81,6 +83,7 @@ def _refusal(error) -> str:
         return f"{error.status} {error.reason}"
 
 
+@one_line_errors
 def dry_run(api, environment: Environment, dry: bool = True) -> Run:
     """Every object of `environment`, dry-run applied in order (CRDs, Namespaces, the rest).
     `dry=False` applies for real (the tests make a cluster's state with it)."""
@@ -196,6 +199,7 @@ def _listable(client) -> list:
     return found
 
 
+@one_line_errors
 def pruned(api, environment: Environment) -> list[tuple[str, dict]]:
     """(Kustomization, live object) for objects labelled as applied by one of the environment's Flux
     Kustomizations but not rendered any more: what Flux's prune deletes. The root entry is left out

@@ -85,9 +85,26 @@ class Simulation:
 # --- nodes from the eksctl ClusterConfig ---------------------------------------------------------------------
 
 
+# kwok nodes a simulation makes in all: each is an object the local control plane stores and kube-scheduler scores
+# for every pod, so a hand-written maxSize of a billion would run out of memory instead of failing. Two groups at
+# the EKS default quota of nodes per managed node group (450, facts/limits.py) fit.
+MAX_SIMULATED_NODES = 1000
+
+
+def _group_size(group: dict, name: str) -> int:
+    value = group.get("maxSize", group.get("desiredCapacity", 1))
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"node group {name}: maxSize {value!r} is not a whole number of nodes")
+    return value
+
+
 def node_docs(cluster_config: dict) -> tuple[list[dict], list[dict]]:
-    """(kwok Node objects, node group summaries) for every node group at its maxSize."""
+    """(kwok Node objects, node group summaries) for every node group at its maxSize; one line refusing more
+    than MAX_SIMULATED_NODES in all."""
     nodes, groups = [], []
+    total = 0
     zones = cluster_config.get("availabilityZones") or []
     region = (cluster_config.get("metadata") or {}).get("region", "")
     for managed, key in ((True, "managedNodeGroups"), (False, "nodeGroups")):
@@ -96,7 +113,13 @@ def node_docs(cluster_config: dict) -> tuple[list[dict], list[dict]]:
             instance = catalog.lookup(str(group.get("instanceType", "")))
             if instance is None:
                 raise InputError(f"node group {name}: instance type {group.get('instanceType')!r} not in the catalogue")
-            count = int(group.get("maxSize", group.get("desiredCapacity", 1)) or 0)
+            count = _group_size(group, name)
+            total += count
+            if total > MAX_SIMULATED_NODES:
+                raise InputError(
+                    f"node group {name}: maxSize {count} makes more than {MAX_SIMULATED_NODES} nodes in all, more "
+                    "than a simulation makes; lower maxSize (validate checks the sizes EKS accepts)"
+                )
             groups.append({"name": name, "instanceType": instance.name, "nodes": count})
             group_zones = group.get("availabilityZones") or zones or [""]
             resources = {"cpu": str(instance.vcpus), "memory": f"{instance.memory_gib}Gi", "pods": "110"}

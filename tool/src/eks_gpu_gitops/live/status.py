@@ -25,7 +25,7 @@ from ..facts import catalog
 from ..model.kinds import FLUX_KUSTOMIZATION
 from ..model.manifest import Environment
 from ..render.repository import environment_names
-from .cluster import Cluster
+from .cluster import Cluster, one_line_errors
 
 # eksctl v0.230.0 labels the nodes of every node group, managed or not, alpha.eksctl.io/nodegroup-name
 # (pkg/apis/eksctl.io/v1alpha5/defaults.go setNodeGroupBaseDefaults -> setDefaultNodeLabels); EKS adds
@@ -306,6 +306,7 @@ def _fsx_namespace(environment: Environment) -> str:
     return "kube-system"
 
 
+@one_line_errors
 def run_checks(cluster: Cluster, environment: Environment) -> list[Check]:
     from kubernetes import client
 

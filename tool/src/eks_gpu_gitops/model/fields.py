@@ -20,6 +20,22 @@ def sequence(value, *keys) -> list:
     return value if isinstance(value, list) else []
 
 
+def text(value, *keys) -> str:
+    """value[k1][k2]... when it is a string, "" where any step is missing or not what Kubernetes reads there: a
+    name, a class or a path given as a list or a map is never a dictionary key or a set member (unhashable)."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def names(value, *keys) -> list[str]:
+    """The `name` of each mapping in the list at value[k1][k2]... (Flux's dependsOn, a pod's volumes): the
+    strings only; [] where any step is missing or not a list."""
+    return [
+        item["name"] for item in sequence(value, *keys) if isinstance(item, dict) and isinstance(item.get("name"), str)
+    ]
+
+
 def integer(value, default: int) -> int:
     """`value` when it is an int (not a bool), else `default`."""
     return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -25,23 +25,25 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import yaml
 
+from ..core import interrupts, yaml_limits
 from ..core.errors import InputError
+from ..core.yaml_file import read_ahead
 from ..model import Manifest
 from ..model.manifest import from_documents, load_documents
 from . import helper, render_cache
 from .flux_source import ArtifactFilter
 from .kustomization import named_paths
 
-# libyaml's loader where PyYAML has it: every kustomization file is read before the builds.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # The repository's own GitRepository, as `flux bootstrap` names it (namespace flux-system).
 BOOTSTRAP_SOURCE = ("GitRepository", "flux-system", "flux-system")
 _SKIPPED = (".git",)
+# How long git may take to list a repository's files: seconds for the largest monorepos; what takes longer is a
+# .gitignore made to make git's matcher backtrack.
+GIT_SECONDS = 60
 _ORIGIN = "config.kubernetes.io/origin"
 _REMOTE = re.compile(r"^([a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)", re.IGNORECASE)
 
@@ -61,7 +63,8 @@ class Workspace:
         places = list(dict.fromkeys([_memory_folder(), None]))
         for place in places:
             try:
-                self.path = Path(tempfile.mkdtemp(prefix="gitops-flux-", dir=place))
+                # Registered as it is made: removed on any way out, an interrupt or a crash too (core/interrupts.py).
+                self.path = interrupts.temporary_folder("gitops-flux-", place)
                 _copy_confined(self.root, self.path, artifact)
                 return
             except (OSError, shutil.Error) as error:
@@ -86,8 +89,9 @@ class Workspace:
         return self.artifact.why(Path(relative).as_posix(), folder=(self.root / relative).is_dir())
 
     def close(self) -> None:
+        """Remove the copy, whole: a second Ctrl-C waits until it is gone (core/interrupts.remove)."""
         if self.path.name.startswith("gitops-flux-"):
-            shutil.rmtree(self.path, ignore_errors=True)
+            interrupts.remove(self.path)
 
 
 def _memory_folder() -> str | None:
@@ -128,7 +132,13 @@ def _git_files(root: Path) -> list[str] | None:
 
     def git(*args: str) -> subprocess.CompletedProcess | None:
         try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=60)
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=GIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            # Not a silent walk of every file instead: that would copy what git ignores.
+            raise InputError(
+                f"git {args[0]} did not finish in {GIT_SECONDS} s in {root} (a .gitignore pattern that backtracks?); "
+                "refused"
+            ) from None
         except (OSError, subprocess.SubprocessError):
             return None
 
@@ -198,25 +208,21 @@ def _check_tree(workspace: Workspace, folder: Path, seen: set[Path]) -> None:
     file = next((folder / n for n in helper.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
     if file is None:
         return
-    _check_file(workspace, file)  # refuses a path out of the workspace before it is followed
-    try:
-        doc = yaml.load(file.read_text(), Loader=_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return
+    doc = _check_file(workspace, file)  # refuses a path out of the workspace before it is followed
     for _, value in named_paths(doc) if isinstance(doc, dict) else ():
         target = Path(os.path.normpath(folder / value))
         if target.is_dir():
             _check_tree(workspace, target, seen)
 
 
-def _check_file(workspace: Workspace, file: Path) -> None:
+def _check_file(workspace: Workspace, file: Path) -> dict | None:
+    """The kustomization file's content, once every path it names is checked; None when it is no YAML mapping
+    (kustomize reports it)."""
     where = file.relative_to(workspace.path)
-    try:
-        doc = yaml.load(file.read_text(), Loader=_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return  # kustomize reports it
+    docs = read_ahead(file, where)
+    doc = docs[0] if len(docs) == 1 else None
     if not isinstance(doc, dict):
-        return
+        return None
     for field, value in named_paths(doc):
         if _REMOTE.match(value):
             raise InputError(f"{where}: {field} {value!r} is a remote base; builds here are offline, vendor it")
@@ -231,6 +237,7 @@ def _check_file(workspace: Workspace, file: Path) -> None:
                 f"{where}: {field} {value!r} is not in the artifact Flux builds from ({reason}); "
                 "the Kustomization fails on the cluster"
             )
+    return doc
 
 
 # The fields of a Flux Kustomization's spec its build reads: what fluxcd/pkg/kustomize's Generator writes into
@@ -255,11 +262,14 @@ def build_spec(spec: dict) -> dict:
     return {field: spec[field] for field in BUILD_FIELDS if spec.get(field) not in (None, "", [], {})}
 
 
-def build(workspace: Workspace, rel_path: str, spec: dict | None, env: str, source: str) -> list[Manifest]:
+def build(
+    workspace: Workspace, rel_path: str, spec: dict | None, env: str, source: str, reads: set | None = None
+) -> list[Manifest]:
     """The objects Flux applies for a Kustomization with `spec` at `rel_path` (a folder of the repository),
     before post-build substitution; with no spec (None), `kustomize build` of the folder (an eksctl overlay).
-    The helper's output is kept by a hash of what the build reads (render_cache), so a build whose inputs did
-    not change since an earlier one, in this run or a cached one, is not run again."""
+    The helper's output is kept with what the build read (render_cache), so a build whose every read gives the
+    same value as in an earlier one, in this run or a cached one, is not run again. `reads`: where to add
+    those reads (an environment's, repository.py)."""
     wanted = build_spec(spec) if spec is not None else None
     request = {"op": "build", "root": str(workspace.path), "path": str(workspace.path / rel_path)}
     if wanted is not None:
@@ -267,36 +277,47 @@ def build(workspace: Workspace, rel_path: str, spec: dict | None, env: str, sour
         request = {"op": "flux", "root": str(workspace.path), "path": rel_path or ".", "kustomization": kustomization}
     shown = rel_path or "."
 
-    def run() -> tuple[str, bool]:
+    def run() -> tuple[str, bool, frozenset]:
         reply = helper.ask(request, shown)
+        if "refused" in reply:  # a file over a limit, named relative to the workspace: one line, as it is
+            raise InputError(str(reply["refused"]))
         if "error" in reply:
             message = helper.masked_error(str(reply["error"])).replace(str(workspace.path) + "/", "")
             helper.fail(shown, message or "the build failed")
-        return str(reply.get("yaml", "")), bool(reply.get("origins"))
+        try:
+            observed = render_cache.as_reads(reply.get("reads"))
+        except ValueError as error:
+            raise InputError(f"{shown}: the helper answered with {error}") from None
+        return str(reply.get("yaml", "")), bool(reply.get("origins")), observed
 
-    folder = workspace.path / rel_path
-    components = (wanted or {}).get("components") or []
-    folders = [folder, *(folder / c for c in components if isinstance(c, str))]
-    docs, origins = _cached(workspace, folders, wanted, run, shown)
+    docs, origins, observed = _cached(workspace, rel_path, wanted, run, shown)
+    if reads is not None:
+        reads.update(observed)
     objects = from_documents(docs, shown, env=env, source=source)
     if origins:
         _take_origins(objects, shown)
     return objects
 
 
-def _cached(workspace: Workspace, folders: list[Path], wanted: dict, run, file: str) -> tuple[list, bool]:
-    """The documents the helper outputs for a build, and whether they carry origin annotations to take, from
-    the render cache when its inputs were built before.
+def _cached(workspace: Workspace, rel_path: str, wanted: dict | None, run, file: str) -> tuple[list, bool, frozenset]:
+    """The documents the helper outputs for a build, whether they carry origin annotations to take, and what
+    the build read: from the render cache when every read of a kept build gives the same value now.
 
-    The key: every file the build reads, named relative to the workspace (so a base checkout and the working
-    tree share entries), the spec fields the build reads, and the helper."""
+    The build's identity: the folder relative to the workspace (so a base checkout and the working tree share
+    entries), the spec fields the build reads, and whether it is a Flux build."""
     cache = render_cache.shared()
     if cache is None:
-        text, origins = run()
-        return load_documents(text, file), origins
-    extra = json.dumps({"flux": wanted}, sort_keys=True, default=str)
-    key = render_cache.fingerprint(workspace.path, folders, extra)
-    return _from_entry(cache.get_or_build(key, lambda: _entry(*run(), file)), file)
+        text, origins, observed = run()
+        return load_documents(text, file), origins, observed
+    identity = json.dumps({"path": rel_path or ".", "flux": wanted}, sort_keys=True, default=str)
+
+    def build() -> tuple[str, frozenset]:
+        text, origins, observed = run()
+        return _entry(text, origins, file), observed
+
+    entry, observed = cache.get_or_build_by_reads(identity, workspace.path, build)
+    docs, origins = _from_entry(entry, file)
+    return docs, origins, observed
 
 
 def _entry(text: str, origins: bool, file: str) -> str:
@@ -330,7 +351,10 @@ def _take_origins(objects: list[Manifest], rel_path: str) -> None:
         annotations = manifest.metadata.get("annotations")
         if not isinstance(annotations, dict) or _ORIGIN not in annotations:
             continue
-        origin = yaml.safe_load(annotations.pop(_ORIGIN)) or {}
+        try:
+            origin = yaml_limits.load(str(annotations.pop(_ORIGIN))) or {}
+        except yaml.YAMLError:
+            origin = {}  # kustomize wrote it; one it cannot read back leaves the object's file as it was
         if not annotations:
             manifest.metadata.pop("annotations")
         if isinstance(origin, dict) and origin.get("path"):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core import credentials
+from ..core import credentials, yaml_limits
 from ..core.errors import InputError
 from ..core.network import offline
 from ..model import CLUSTER_SCOPED, HELM_RELEASE, Environment, HelmReleaseRender, Manifest, mapping, sequence
@@ -349,7 +349,7 @@ def _as_stored(manifest: Manifest) -> dict | None:
 def _leaves(text: str) -> list[str]:
     """Every string and number in a values document, each of which may reach a chart's objects alone."""
     try:
-        loaded = yaml.safe_load(text)
+        loaded = yaml_limits.load(text)
     except yaml.YAMLError:
         return []
     found, stack = [], [loaded]

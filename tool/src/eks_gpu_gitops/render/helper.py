@@ -10,6 +10,7 @@ another build of it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from ..core import interrupts
 from ..core.credentials import mask_text
 from ..core.errors import InputError
 
@@ -48,15 +50,40 @@ def is_component(folder: Path) -> bool:
 
 
 # Where kustomize repeats the configuration it read (secrets included) in an error, and what is kept
-# (kustomize/v5.5.0, the version in kubectl 1.32, and v5.8.1): kyaml/yaml/fns.go's `: node contents:\n<yaml>`,
-# and api/kv/kv.go's literal sources (`literal sources [...]`, `invalid literal source %v, expected
-# key=value`) and env-file lines (`line %d has invalid utf8 bytes : %v`).
+# (kustomize/v5.5.0, the version in kubectl 1.32, and v5.8.1):
+# - api/internal/target/kusttarget.go's `trouble configuring builtin <plugin> with config: `<yaml>`: <cause>`, whose
+#   cause may repeat the configuration again (PatchTransformer's "patch and path can't be set at the same
+#   time\n<yaml>", "unable to parse SM or JSON patch from [patch: ...]"): cut from `with config` to the end, one of
+#   the builtins' fixed causes (_CONFIG_CAUSES) named when it is there, never any text of the echo itself (a
+#   secret may hold "`: " or a cause's words, so no position inside the echo is trusted);
+# - kyaml/yaml/fns.go's `: node contents:\n<yaml>`: cut to the end;
+# - api/kv/kv.go's literal sources (`literal sources [<every literal>]: invalid literal source <literal>, expected
+#   key=value`, the literals with newlines or brackets in them as well): cut to the end, and env-file lines
+#   (`line %d has invalid utf8 bytes : %v`).
+_WITH_CONFIG = re.compile(r"[ \t]*\bwith config\b.*", re.DOTALL)
+_CONFIG_CAUSES = (
+    "must specify one of patch and path",
+    "patch and path can't be set at the same time",
+    "failed to get the patch file from path",
+    "illegally qualifies as both an SM and JSON patch",
+    "unable to parse SM or JSON patch",
+    "empty file path and empty patch content",
+    "patch appears to be empty",
+    "must specify the target name",
+    "empty file path and empty jsonOp",
+    "must specify a file path or jsonOp, not both",
+    "cannot specify both path and inline replacement",
+    "unsupported replacement type encountered within replacement path",
+    "must specify at least one target",
+    "fieldSpecs is not expected to be nil",
+    "must specify --enable-helm",
+    "must specify --helm-command",
+)
 _ECHOES = (
     (re.compile(r":? *node contents:.*", re.DOTALL), ""),
-    (re.compile(r"literal sources \[.*?\]: invalid literal source .*?, expected key=value"),
-     "invalid literal source (value not shown), expected key=value"),
-    (re.compile(r"(has invalid utf8 bytes) : .*"), r"\1"),
-)  # fmt: skip
+    (re.compile(r"literal sources \[.*", re.DOTALL), "invalid literal source (value not shown), expected key=value"),
+    (re.compile(r"(has invalid utf8 bytes) : .*", re.DOTALL), r"\1"),
+)
 
 
 def masked_error(message: str) -> str:
@@ -66,6 +93,11 @@ def masked_error(message: str) -> str:
 
 
 def _without_echoes(message: str) -> str:
+    echo = _WITH_CONFIG.search(message)
+    if echo:
+        found = [(echo.group().find(cause), cause) for cause in _CONFIG_CAUSES if cause in echo.group()]
+        cause = f": {min(found)[1]}" if found else ""
+        message = f"{message[: echo.start()]} (its configuration not shown){cause}"
     for pattern, replacement in _ECHOES:
         message = pattern.sub(replacement, message)
     return message.strip()
@@ -119,15 +151,22 @@ class _Pool:
         return reply
 
     def _drop(self, process: subprocess.Popen) -> None:
-        process.kill()
-        process.wait()
-        with self.lock:
-            self.started.remove(process)
+        """Stop a process that is out of step or gone, and make room for another (counted out first, so an
+        interrupt in the middle never leaves a place taken by nothing)."""
+        with interrupts.shielded():
+            with self.lock:
+                if process in self.started:
+                    self.started.remove(process)
+            process.kill()
+            process.wait()
+            interrupts.discard_process(process)
 
     def _take(self) -> subprocess.Popen:
         """An idle process, a new one while fewer than one per core run, else the next one freed (a process
-        dropped meanwhile makes room for a new one)."""
+        dropped meanwhile makes room for a new one). After an interrupt, none: KeyboardInterrupt (the run is
+        ending; its helpers are being killed, core/interrupts.py)."""
         while True:
+            interrupts.check()
             with self.lock:
                 try:
                     return self.idle.get_nowait()
@@ -140,30 +179,43 @@ class _Pool:
                 continue
 
     def _start(self) -> subprocess.Popen:
-        try:
-            process = subprocess.Popen(
-                [str(self.binary)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
-                bufsize=1,
-            )
-        except OSError as error:
-            raise InputError(f"cannot run {self.binary}: {error.strerror}") from None
-        self.started.append(process)
+        """A new helper process, counted and registered to be killed when a signal comes (core/interrupts.py)
+        before an interrupt can come between."""
+        with interrupts.shielded():
+            try:
+                process = subprocess.Popen(
+                    [str(self.binary)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                    encoding="utf-8",
+                    errors="surrogateescape",
+                    bufsize=1,
+                )
+            except OSError as error:
+                raise InputError(f"cannot run {self.binary}: {error.strerror}") from None
+            self.started.append(process)
+            interrupts.add_process(process)
         return process
 
     def close(self) -> None:
-        for process in self.started:
+        """End every process: each finishes when its input closes; one still busy after 5 s (or at once after an
+        interrupt) is killed. Each is waited for: none is left running."""
+        with self.lock:
+            processes, self.started[:] = list(self.started), []
+        interrupted = interrupts.signalled() is not None
+        for process in processes:
             try:
+                if interrupted:
+                    process.kill()
                 process.stdin.close()
                 process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, ValueError, subprocess.TimeoutExpired):
                 process.kill()
-        self.started.clear()
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    process.wait(timeout=5)
+            interrupts.discard_process(process)
 
 
 _POOLS: dict[Path, _Pool] = {}

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..core import yaml_limits
+from ..core.files import Unreadable, read_bounded
 from ..model import Manifest
 
 _KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -35,6 +36,12 @@ class _Candidate:
     # A replacement's source value (node): the objects and fields it is copied to, as
     # (select, [fieldPath steps, ...]) pairs.
     copies: list = field(default_factory=list)
+
+
+def _text(file: Path) -> str:
+    """A file the locator reads, bounded as every YAML input is (core/files.read_bounded): a FIFO, a device or a
+    file past yaml_limits.MAX_FILE_BYTES is Unreadable, and the finding keeps no line."""
+    return read_bounded(file, yaml_limits.MAX_FILE_BYTES, follow_links=True).decode()
 
 
 def _scalar(node) -> str | None:
@@ -217,8 +224,8 @@ class Locator:
     def _parse(self, file: Path) -> list:
         if file not in self._documents:
             try:
-                nodes = yaml_limits.compose_all(file.read_text())
-            except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                nodes = yaml_limits.compose_all(_text(file))
+            except (OSError, Unreadable, yaml.YAMLError, UnicodeDecodeError):
                 nodes = []
             self._documents[file] = [n for n in nodes if n is not None]
         return self._documents[file]
@@ -285,8 +292,8 @@ class Locator:
     def _config(self, folder: Path) -> dict:
         file = next((folder / n for n in _KUSTOMIZATION_FILES if (folder / n).is_file()), None)
         try:
-            config = yaml_limits.load(file.read_text()) if file else None
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            config = yaml_limits.load(_text(file)) if file else None
+        except (OSError, Unreadable, yaml.YAMLError, UnicodeDecodeError):
             config = None
         return config if isinstance(config, dict) else {}
 
@@ -295,8 +302,8 @@ class Locator:
         for entry in config.get("replacements") or []:
             if isinstance(entry, dict) and entry.get("path"):
                 try:
-                    loaded = yaml_limits.load((folder / str(entry["path"])).read_text())
-                except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                    loaded = yaml_limits.load(_text(folder / str(entry["path"])))
+                except (OSError, Unreadable, yaml.YAMLError, UnicodeDecodeError):
                     continue
                 found.extend(loaded if isinstance(loaded, list) else [loaded])
             elif isinstance(entry, dict):

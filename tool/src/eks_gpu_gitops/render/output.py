@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
+from ..core import interrupts
 from ..core.errors import InputError
 from ..core.paths import file_in
 from ..model import Environment, dump
@@ -81,7 +81,7 @@ def check_output(out: Path) -> None:
             raise InputError(f"{out}: the folder holds files render did not write; choose another --out or empty it")
         _refuse_sources(out, root)
         out.parent.mkdir(parents=True, exist_ok=True)
-        Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent)).rmdir()  # where the output is staged
+        interrupts.remove(interrupts.temporary_folder(".render-", out.parent))  # where the output is staged
     except OSError as error:
         raise InputError(f"{out}: cannot write: {error.strerror}") from None
 
@@ -92,7 +92,7 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
     check_output(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out.parent))
+        staging = interrupts.temporary_folder(".render-", out.parent)  # removed on any way out (core/interrupts.py)
     except OSError as error:
         raise InputError(f"{out}: cannot write: {error.strerror}") from None
     previous = staging.with_name(staging.name + "-previous")
@@ -114,16 +114,23 @@ def write_rendered(environments: list[Environment], out: Path) -> None:
         (staging / RENDER_MARKER).write_text(_MARKER_TEXT + _LISTED + "".join(f"{name}\n" for name in written))
         # The folder keeps the mode of the one it replaces, or gets the one a new folder gets (not mkdtemp's 0700).
         os.chmod(staging, stat.S_IMODE(out.stat().st_mode) if out.is_dir() else 0o777 & ~_umask())
-        if out.exists():
-            out.rename(previous)  # put aside, removed once the new output is in place
-        staging.rename(out)
+        # The two renames happen both or neither, whenever a signal comes: never the earlier output put
+        # aside and removed with no new one in its place.
+        with interrupts.shielded():
+            if out.exists():
+                out.rename(previous)  # put aside, removed once the new output is in place
+            try:
+                staging.rename(out)
+            except OSError:
+                if previous.exists() and not out.exists():
+                    previous.rename(out)
+                raise
     except OSError as error:
-        if previous.exists() and not out.exists():
-            previous.rename(out)
         raise InputError(f"{out}: cannot write: {error.strerror}") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(previous, ignore_errors=True)
+        with interrupts.shielded():
+            interrupts.remove(staging)
+            shutil.rmtree(previous, ignore_errors=True)
 
 
 def _umask() -> int:

@@ -6,15 +6,17 @@ command writes it out (output.py).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import yaml_limits
 from ..core.errors import InputError
 from ..model import CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest
+from ..model.fields import names
 from . import flux_build, flux_source, helm_release, post_build, render_cache
 from .helper import KUSTOMIZATION_FILES
 
@@ -67,7 +69,7 @@ def _entry(manifest: Manifest) -> FluxKustomization:
     return FluxKustomization(
         manifest=manifest,
         path=path,
-        depends_on=[d.get("name", "") for d in spec.get("dependsOn") or [] if isinstance(d, dict)],
+        depends_on=names(spec, "dependsOn"),
     )
 
 
@@ -140,6 +142,15 @@ class _Walk:
     seen: dict[int, set] = field(default_factory=dict)
     order: dict[int, tuple] = field(default_factory=dict)
     waiting: list[tuple[Environment, FluxKustomization]] = field(default_factory=list)
+    # What each environment's builds read, by environment and checkout ("flux", "checkout"; render_cache.py).
+    reads: dict[tuple[int, str], set] = field(default_factory=dict)
+
+    def reads_of(self, environment: Environment, checkout: str) -> set:
+        with _READS_LOCK:
+            return self.reads.setdefault((id(environment), checkout), set())
+
+
+_READS_LOCK = threading.Lock()
 
 
 def render_repository(
@@ -198,7 +209,61 @@ def render_repository(
                 helm_release.check(environment)
     finally:
         workspaces.close()
+    _remember(root, environments, walk)
     return environments
+
+
+def _remember(root: Path, environments: list[Environment], walk: _Walk) -> None:
+    """Keep what each environment's render read (render_cache.py), by the checkout it was read on ("root" is
+    the repository itself: whether the environment has an eksctl overlay)."""
+    cache = render_cache.shared()
+    if cache is None:
+        return
+    for environment in environments:
+        eksctl = f"overlays/{environment.name}/eksctl"
+        reads = {
+            "flux": frozenset(walk.reads_of(environment, "flux")),
+            "checkout": frozenset(walk.reads_of(environment, "checkout")),
+            "root": frozenset({("isdir", eksctl, str((root / eksctl).is_dir()).lower())}),
+        }
+        cache.remember_environment(environment.name, reads)
+
+
+def environment_fingerprints(root: Path, names: list[str]) -> dict[str, str | None]:
+    """For each environment, a hash of what an earlier render of it read, when every one of those reads gives
+    the same value on `root` now (the environment renders as it did then), else None: it is to be rendered.
+    Made on the same copies of the repository a render builds from, so a file git ignores, or Flux's artifact
+    leaves out, counts as the render sees it."""
+    cache = render_cache.shared()
+    found: dict[str, str | None] = dict.fromkeys(names)
+    records = {name: cache.environments(name) for name in names} if cache is not None else {}
+    if not any(records.values()):
+        return found
+    made: list[flux_build.Workspace] = []
+    try:
+        made.append(flux_build.Workspace(root, artifact=flux_source.ArtifactFilter(root)))
+        checkouts = {"root": root, "flux": made[0].path}
+        if any(candidate.get("checkout") for candidates in records.values() for candidate in candidates):
+            made.append(flux_build.Workspace(root))
+            checkouts["checkout"] = made[1].path
+        # One question to the helper per checkout, for every read of every environment's candidates.
+        probes: dict[str, set] = {part: set() for part in checkouts}
+        for candidates in records.values():
+            for candidate in candidates:
+                for part, reads in candidate.items():
+                    probes.setdefault(part, set()).update((kind, path) for kind, path, _ in reads)
+        now = {part: render_cache.observe(checkouts[part], probes[part]) for part in checkouts}
+        for name, candidates in records.items():
+            for candidate in candidates:
+                parts = [(part, reads) for part, reads in candidate.items() if reads]
+                if all(part in now and render_cache.hold(reads, now[part]) for part, reads in parts):
+                    record = json.dumps({part: sorted(reads) for part, reads in parts}, sort_keys=True)
+                    found[name] = hashlib.sha256(record.encode()).hexdigest()
+                    break
+    finally:
+        for workspace in made:
+            workspace.close()
+    return found
 
 
 @dataclass
@@ -210,20 +275,6 @@ class _Workspaces:
         for workspace in (self.flux, self.checkout):
             if workspace is not None:
                 workspace.close()
-
-
-def check_aliases(workspace, path: str) -> None:
-    """Refuse an alias bomb among the files a build reads, before kustomize expands it (it takes about
-    24 GB to fail on one): one line naming the file."""
-    try:
-        files = render_cache.inputs([workspace.path / path])
-    except render_cache.Unfollowable:
-        return  # refused elsewhere (a remote base) or read by a tool at build time (a Helm chart)
-    for file in files:
-        try:
-            yaml_limits.check_file(file)
-        except yaml_limits.AliasLimitError as error:
-            raise InputError(f"{file.relative_to(workspace.path)}: {error}") from None
 
 
 def has_kustomization(workspace, path: str) -> bool:
@@ -244,20 +295,26 @@ def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool,
         if stopping.is_set():
             return []
         workspace = workspaces.flux if kustomization is not None else workspaces.checkout
+        checkout = "flux" if kustomization is not None else "checkout"
+        reads = walk.reads_of(environment, checkout)
         if kustomization is not None and not (workspace.path / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
+                with _READS_LOCK:
+                    reads.add(("isdir", path, "false"))  # as the helper observes it (render/render_cache.py)
                 return []
-            left_out = workspace.left_out(path)
+            left_out = workspace.left_out(path)  # not kept: a failed render is not remembered
             why = f"which is not in the artifact Flux builds from ({left_out})" if left_out else "which does not exist"
             where = f"{kustomization.manifest.file}: Kustomization {kustomization.name!r}"
             raise InputError(f"{where} points at {path!r}, {why}")
-        check_aliases(workspace, path)
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None
         if kustomization is not None and not isinstance(spec, dict):
             spec = {}
-        objects = flux_build.build(workspace, path, spec, environment.name, source)
+        observed: set = set()
+        objects = flux_build.build(workspace, path, spec, environment.name, source, observed)
+        with _READS_LOCK:
+            reads.update(observed)
         # A build that started as the user interrupted (its process missed the signal) ends unreported;
         # so does clusters/<env> read as plain files (no build, done before any build starts).
         plain = kustomization is not None and kustomization.name == ROOT_NAME and not has_kustomization(workspace, path)

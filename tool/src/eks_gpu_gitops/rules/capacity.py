@@ -1,8 +1,9 @@
-"""Capacity rules: GPU node groups that grow from zero with Cluster Autoscaler, and Kueue's quota
-against the jobs and the node groups."""
+"""Capacity rules: GPU node groups that grow from zero with Cluster Autoscaler, node group sizes eksctl, EKS
+and EC2 Auto Scaling take, and Kueue's quota against the jobs and the node groups."""
 
 from __future__ import annotations
 
+from ..facts import limits
 from ..facts.eks import CAPACITY_RESERVATION_ID
 from ..model import EFA, GPU, Scope, mapping, plural, sequence
 from ..model.mpi import mpijobs, replica_templates
@@ -345,7 +346,7 @@ def gpu_jobs_exceed_capacity(scope: Scope):
 # --- reserved and Spot capacity -----------------------------------------------------------------
 
 # A Capacity Block holds 1 to 64 instances (AWS EC2 User Guide, "Capacity Blocks for ML").
-CAPACITY_BLOCK_MAX_INSTANCES = 64
+CAPACITY_BLOCK_MAX_INSTANCES = limits.CAPACITY_BLOCK_MAX_INSTANCES
 
 
 def _purchase_problems(scope: Scope, group: NodeGroup) -> list[tuple[str, str]]:
@@ -419,3 +420,54 @@ def reserved_capacity_invalid(scope: Scope):
                 (*group.path, "capacityReservation"),
                 severity="warning",
             )
+
+
+# --- node group sizes ---------------------------------------------------------------------------
+
+
+@rule(
+    "node-group-size-invalid",
+    "error",
+    requires=("cluster",),
+    description="A node group's minSize, desiredCapacity or maxSize is one eksctl, EKS or EC2 Auto Scaling refuses",
+    remediation="Keep 0 <= minSize <= desiredCapacity <= maxSize (maxSize at least 1 in a managed group); for a GPU "
+    "group that starts empty set desiredCapacity 0 and maxSize to the nodes jobs may use "
+    "(overlays/<env>/settings.yaml, gpuNodeGroup).",
+    docs="""eksctl v0.230.0 refuses a desiredCapacity below minSize or above maxSize, and a maxSize below minSize,
+      where a missing minSize is desiredCapacity or else 2 (pkg/apis/eksctl.io/v1alpha5/validation.go
+      ValidateManagedNodeGroup; pkg/cfn/builder/nodegroup.go for unmanaged groups). What it lets through, EKS and
+      EC2 Auto Scaling refuse when the stack is created: a negative size, a managed group's maxSize of 0 (the EKS
+      API takes it from 1), a size beyond 32 bits. `eksctl create cluster` fails, or its CloudFormation stack
+      rolls back, and no node of the group exists.""",
+)
+def node_group_size_invalid(scope: Scope):
+    for group in scope.node_groups:
+        for field, problem in limits.node_group_size_problems(group.doc, group.managed):
+            yield Finding(scope.cluster_config, f"{group.describe()}: {problem}", (*group.path, field))
+
+
+@rule(
+    "node-group-above-eks-quota",
+    "warning",
+    requires=("cluster",),
+    description="A managed node group's maxSize is above EKS's default quota of nodes per managed node group",
+    remediation=f"Lower maxSize to at most {limits.MANAGED_NODE_GROUP_NODES}, or have the account's quota (Service "
+    "Quotas, Amazon EKS, Nodes per managed node group) raised first and suppress this with the reason.",
+    docs=f"""Amazon EKS allows {limits.MANAGED_NODE_GROUP_NODES} nodes per managed node group unless the account's
+      quota has been raised (Amazon EKS User Guide, "Amazon EKS service quotas"; adjustable): with the default,
+      creating or scaling the group beyond it fails. A warning, as the validator cannot see the account's quota;
+      the generators never write more (scripts/new-environment --nodes).""",
+)
+def node_group_above_eks_quota(scope: Scope):
+    for group in scope.node_groups:
+        size = group.doc.get("maxSize")
+        if group.managed and type(size) is int and limits.MANAGED_NODE_GROUP_NODES < size <= limits.API_INTEGER_MAX:
+            yield Finding(
+                scope.cluster_config,
+                f"{group.describe()}: maxSize {size} is more than the {limits.MANAGED_NODE_GROUP_NODES} nodes EKS "
+                "allows a managed node group unless the account's quota is raised",
+                (*group.path, "maxSize"),
+            )
+
+
+# --- images (Hygiene and security; beside image-tag-latest in the catalogue) -----------------------

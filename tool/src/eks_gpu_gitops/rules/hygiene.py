@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 
+from ..facts import limits
 from ..model import GPU, Scope, mapping, sequence
 from ..model.fields import strings
 from ..model.mpi import runs_mpi
+from ..model.secrets import TEXT, WHOLE, mask_text, secret_paths, secret_spans
 from .registry import REGISTRY, SUPPRESSION_PREFIX, Finding, category
 
 rule = category("Hygiene and security")
@@ -59,6 +61,35 @@ def image_tag_latest(scope: Scope):
                 yield Finding(
                     template.owner,
                     f"{template.container_label(container)} image {image} is {what}",
+                    (*container.path, "image"),
+                )
+
+
+@rule(
+    "image-reference-invalid",
+    "error",
+    description="A container's image is not a reference the kubelet can parse",
+    remediation="Write the image as [registry[:port]/]repository[:tag][@sha256:digest] with a lowercase repository "
+    "and no spaces, e.g. ghcr.io/org/trainer:0.1.0 (in kustomize: images[].newName and newTag).",
+    docs="""The kubelet parses every container's image with distribution/reference's ParseNormalizedNamed before
+      it pulls (k8s.io/kubernetes v1.34.4, pkg/util/parsers/parsers.go and pkg/kubelet/images/image_manager.go):
+      an image that does not parse leaves the container waiting in InvalidImageName and the pod never starts,
+      while the API server takes it (a Pod only has to be free of leading and trailing spaces, an MPIJob's
+      templates are not checked at all). The grammar is distribution/reference v0.6.0's (facts/limits.py):
+      a lowercase repository path, a tag of at most 128 characters, a sha256, sha384 or sha512 digest.
+      Images with Flux variables (${...}) are left to the substitution rules.""",
+)
+def image_reference_invalid(scope: Scope):
+    for template in scope.pod_templates:
+        for container in template.containers + template.init_containers:
+            image = container.spec.get("image")
+            if not isinstance(image, str) or "${" in image:
+                continue
+            problem = limits.parse_image(image)[1]
+            if problem:
+                yield Finding(
+                    template.owner,
+                    f"{template.container_label(container)} image {image!r} does not parse: {problem}",
                     (*container.path, "image"),
                 )
 
@@ -175,15 +206,28 @@ def hpa_on_gpu(scope: Scope):
 )
 def placeholder_value(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
+        secrets = None  # where the object's secrets are, once it has a placeholder
         for path, value in strings(manifest.doc):
             if value.startswith("ENC[") or _encoded(manifest, path) or _schema_text(manifest, path):
                 continue  # SOPS ciphertext and base64 data: their letters are not words
             found = _PLACEHOLDER.search(value)
             if not found:
                 continue
-            yield Finding(
-                manifest, f"{'.'.join(map(str, path))} is {_shown(value)} (placeholder {found.group(0)!r})", path
-            )
+            if secrets is None:
+                secrets = secret_paths(manifest.doc)
+            yield Finding(manifest, _placeholder_message(path, value, found, secrets.get(path)), path)
+
+
+def _placeholder_message(path: tuple, value: str, found: re.Match, how: str | None) -> str:
+    """What a placeholder finding says: the field and its value, but never a secret's value (a Secret's
+    stringData, a credential-named field: the field alone) nor the secret part of a string."""
+    where = ".".join(map(str, path))
+    if how == WHOLE:
+        return f"{where} holds a placeholder (a secret value, not shown)"
+    spans = secret_spans(value) if how == TEXT else []
+    if any(start < found.end() and found.start() < end for start, end in spans):
+        return f"{where} is {_shown(mask_text(value))} (a placeholder in a secret value, not shown)"
+    return f"{where} is {_shown(mask_text(value))} (placeholder {found.group(0)!r})"
 
 
 def _schema_text(manifest, path: tuple) -> bool:

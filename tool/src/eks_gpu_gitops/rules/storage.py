@@ -6,6 +6,7 @@ import math
 
 from ..facts import fsx
 from ..model import GPU, Scope, mapping, plural, quantity, selects, sequence, untolerated
+from ..model.fields import text
 from ..model.plugins import FSX_CSI_DRIVER, gpu_groups, plugin_daemonsets
 from .registry import Finding, category
 
@@ -48,7 +49,7 @@ def _deployment_type(params: dict) -> str:
 def storage_class_missing(scope: Scope):
     known = storage_classes(scope)
     for claim in claims(scope):
-        name = mapping(claim.doc, "spec").get("storageClassName")
+        name = text(claim.doc, "spec", "storageClassName")
         if name and name not in known and name not in _CLUSTER_STORAGE_CLASSES:
             yield Finding(
                 claim, f"StorageClass {name!r} is not defined in this environment", ("spec", "storageClassName")
@@ -208,7 +209,7 @@ def provisioned_gib(size_bytes: int, deployment: str, storage_type: str, through
 def fsx_capacity_invalid(scope: Scope):
     classes = {c.name: c for c in fsx_classes(scope)}
     for claim in claims(scope):
-        storage_class = classes.get(mapping(claim.doc, "spec").get("storageClassName"))
+        storage_class = classes.get(text(claim.doc, "spec", "storageClassName"))
         if storage_class is None:
             continue
         params = parameters(storage_class)
@@ -360,7 +361,7 @@ def fsx_node_plugin_not_on_gpu_nodes(scope: Scope):
     fsx_claims = {
         (scope.namespace_of(claim), claim.name)
         for claim in claims(scope)
-        if mapping(claim.doc, "spec").get("storageClassName") in {c.name for c in fsx_classes(scope)}
+        if text(claim.doc, "spec", "storageClassName") in {c.name for c in fsx_classes(scope)}
     }
     gpu = {group.name: group for group in gpu_groups(scope) if group.taints}
     mounting = {}  # GPU node group name -> a pod template there that mounts FSx

@@ -6,12 +6,26 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..core import yaml_limits
 from ..core.errors import InputError
-from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, read_file, relative
+from ..core.files import Unreadable, read_bounded
+from ..model import CLUSTER_CONFIG, KUSTOMIZE_CONFIG_GROUP, Manifest, Scope, parse_stream, relative
 from ..render import helm_release, helper, platform, post_build
 from ..render import repository as render
 from ..render.capabilities import kubernetes_version_of
 from .plan import Plan, check_readable
+
+
+def read_file(path: Path, root: Path) -> list[Manifest]:
+    """The objects of a file named as an input (or found in a folder named as one): a FIFO, a device, or a file over
+    yaml_limits.MAX_FILE_BYTES is refused in one line rather than read; its YAML is loaded with the limits."""
+    try:
+        text = read_bounded(path, yaml_limits.MAX_FILE_BYTES, follow_links=True).decode()
+    except Unreadable as error:
+        raise InputError(f"{path}: cannot read: {error}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: cannot read: not UTF-8 text") from None
+    return parse_stream(text, relative(path, root))
 
 
 def _cluster_config_from(path: Path, root: Path) -> Manifest:

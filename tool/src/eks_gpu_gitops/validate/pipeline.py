@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .. import rules  # noqa: F401  (importing rules registers the catalogue)
 from ..core.errors import InputError
 from ..model import Scope
-from ..render import platform, render_cache
+from ..render import platform
 from ..render import repository as render
 from ..render.locate import Locator
 from ..rules.registry import Finding
@@ -92,8 +92,7 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
     if chosen.repository and options.cluster_config is None:
         results = ResultsCache(chosen.root, store, options.kubernetes_version)
         names = chosen.envs or render.environment_names(chosen.root)
-        with render_cache.reading_once():
-            keys = {env: results.key(env) for env in names}
+        keys = results.keys(names)
         kept = {env: part for env in names if (part := results.get(keys[env])) is not None}
         todo = replace(chosen, envs=[env for env in names if env not in kept])
         if kept:
@@ -119,6 +118,9 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
 
         parts = check_parts(scopes, SchemaChecker(store), locator, notes, progress)
     if results is not None:
+        # The environments just rendered: their keys from what this render read (kept by the render).
+        rendered = [scope.env for scope in scopes if keys.get(scope.env) is None]
+        keys.update(results.keys(rendered) if rendered else {})
         # Not kept: an environment a chart of which could not be fetched (the next run may get it).
         unsettled = {scope.env for scope in scopes if any(release.retry for release in scope.releases)}
         for part in parts:

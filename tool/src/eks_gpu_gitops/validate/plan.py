@@ -7,15 +7,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from ..core.errors import InputError
+from ..core.yaml_file import read_ahead
 from ..model import relative
 from ..render import helper
 from ..render import repository as render
 
 YAML_SUFFIXES = (".yaml", ".yml")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it
 _SKIPPED_FOLDERS = (".git", ".venv", "node_modules", "__pycache__")
 
 
@@ -61,11 +59,7 @@ def source_folders(root: Path) -> list[str]:
     top folder a Flux Kustomization in clusters/ points into (infrastructure/, apps/, ...)."""
     folders = {"clusters"} | ({"overlays"} if (root / "overlays").is_dir() else set())
     for file in yaml_files(root / "clusters"):
-        try:
-            docs = list(yaml.load_all(file.read_text(), Loader=_LOADER))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue  # yamllint reports it
-        for doc in docs:
+        for doc in read_ahead(file, file.relative_to(root)):
             spec = doc.get("spec") if isinstance(doc, dict) else None
             path = str(spec.get("path") or "") if isinstance(spec, dict) else ""
             top = Path(os.path.normpath(path.lstrip("/") or ".")).parts[:1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from itertools import groupby
 
 from ..core.credentials import mask_text
@@ -11,14 +11,25 @@ from ..core.escaping import command_data, command_property, neutralise_commands
 from .runner import Reported, Result
 
 
+def mask_reported(finding: Reported) -> Reported:
+    """A finding as every output shows it (and the results cache keeps it): credential shapes, and the values
+    substituted from a repository's Secrets, masked in each of its texts (the resource and file a substituted
+    name lands in, the message a rule wrote, a suppression's reason), not only in what a rule quoted."""
+    return replace(
+        finding,
+        **{f.name: mask_text(value) for f in fields(finding) if isinstance(value := getattr(finding, f.name), str)},
+    )
+
+
 def _masked(result: Result) -> Result:
-    """The result with credential shapes masked in every text that can repeat a manifest's values (a
-    finding's message, a suppression's reason, a note): no format prints a secret a rule quoted."""
+    """The result as every format prints it: each finding (mask_reported) and note masked, environment names too,
+    at this one point where a result becomes output, whatever rule or stage made it."""
     return replace(
         result,
-        findings=[replace(f, message=mask_text(f.message), reason=mask_text(f.reason)) for f in result.findings],
-        skipped=[replace(f, message=mask_text(f.message), reason=mask_text(f.reason)) for f in result.skipped],
+        findings=[mask_reported(f) for f in result.findings],
+        skipped=[mask_reported(f) for f in result.skipped],
         notes=[mask_text(note) for note in result.notes],
+        environments=[mask_text(env) for env in result.environments],
     )
 
 

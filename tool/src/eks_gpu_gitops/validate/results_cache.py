@@ -1,13 +1,13 @@
 """An environment's validate results, kept by a hash of everything they depend on, so that a later run
 neither renders nor checks an environment that did not change.
 
-The key of an environment: render_cache.environment_fingerprint (every file its render reads: clusters/<env>,
-each Flux Kustomization path it reaches, the eksctl overlay), and what checking it reads besides: the
-tool's own code (every .py file of eks_gpu_gitops), platform.yaml, what decides what the render copies (.gitignore,
-the rules of Flux's artifact: every .sourceignore), the helper that renders, the charts the chart cache has
-resolved and whether the network may be used, the schema files and the versions of the schema libraries, and
-the --kubernetes-version option. An environment whose render cannot be
-told offline (a `${VAR}` spec.path, a remote base, a Helm chart) has no key and is always checked.
+The key of an environment: the reads of an earlier render of it that all give the same value now
+(render/repository.py environment_fingerprints: every file, folder listing and path test its builds made, on
+the copies of the repository the render builds from), and what checking it reads besides: the tool's own
+code (every .py file of eks_gpu_gitops), platform.yaml, the helper that renders, the charts the chart cache
+has resolved and whether the network may be used, the schema files and the versions of the schema libraries,
+and the --kubernetes-version option. An environment no earlier render's reads hold for has no key before it
+is rendered: it is rendered and checked, and its result kept under the key its fresh reads give.
 
 Entries live in the render cache's folder (GITOPS_RENDER_CACHE; `off` turns this off too). What is kept is
 what the report would print: messages and notes are masked when kept, while the secrets this run read are
@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -27,9 +27,10 @@ from pathlib import Path
 from ..core.credentials import mask_text
 from ..core.errors import DEBUG_VARIABLE
 from ..render import helm_release, helper, platform, render_cache
-from ..render.flux_build import listed_files
-from ..render.flux_source import ArtifactFilter, regular_file_bytes
+from ..render.flux_source import regular_file_bytes
+from ..render.repository import environment_fingerprints
 from ..schemas.store import SchemaStore
+from .report import mask_reported
 from .runner import Reported, Result
 
 # Bump when what is kept changes shape, so older entries are never read.
@@ -50,13 +51,10 @@ class Part:
     objects: int = 0
 
     def masked(self) -> Part:
-        def mask(reported: Reported) -> Reported:
-            return replace(reported, message=mask_text(reported.message), reason=mask_text(reported.reason))
-
         return Part(
             self.env,
-            [mask(f) for f in self.findings],
-            [mask(f) for f in self.skipped],
+            [mask_reported(f) for f in self.findings],
+            [mask_reported(f) for f in self.skipped],
             {stage: [mask_text(n) for n in notes] for stage, notes in self.notes.items()},
             self.objects,
         )
@@ -133,11 +131,9 @@ class ResultsCache:
     def __init__(self, root: Path, schemas: SchemaStore, kubernetes_version: str | None):
         self.root = root
         self.store = render_cache.shared()
-        self.listed: frozenset[str] = frozenset()
         if self.store is None:
             self.identity = ""
             return
-        self.listed = frozenset(listed_files(root))  # what the render copies: git's view, not the folder's
         digest = hashlib.sha256(f"validate results {_FORMAT}\0".encode())
         for part in (
             _tools_digest(),
@@ -149,21 +145,20 @@ class ResultsCache:
             *(_file_identity(file) for file in schema_files(schemas)),
         ):
             digest.update(part.encode() + b"\0")
-        for name in (platform.FILE, ".gitignore"):
-            content = regular_file_bytes(root / name)
-            digest.update(name.encode() + b"\0" + (b"not a small regular file" if content is None else content) + b"\0")
-        digest.update(ArtifactFilter(root).identity().encode())  # what Flux's artifact leaves out
+        content = regular_file_bytes(root / platform.FILE)
+        digest.update(b"not a small regular file" if content is None else content)
         self.identity = digest.hexdigest()
 
-    def key(self, env: str) -> str | None:
+    def keys(self, envs: list[str]) -> dict[str, str | None]:
+        """Each environment's key, or None where no earlier render's reads all hold now (it is rendered)."""
         if self.store is None:
-            return None
-        eksctl = self.root / "overlays" / env / "eksctl"
-        extra = [eksctl] if eksctl.is_dir() else []
-        fingerprint = render_cache.environment_fingerprint(self.root, self.root / "clusters" / env, extra, self.listed)
-        if fingerprint is None:
-            return None
-        return hashlib.sha256(f"{self.identity}\0{env}\0{fingerprint}".encode()).hexdigest()
+            return dict.fromkeys(envs)
+        keys: dict[str, str | None] = {}
+        for env, fingerprint in environment_fingerprints(self.root, envs).items():
+            keys[env] = None
+            if fingerprint is not None:
+                keys[env] = hashlib.sha256(f"{self.identity}\0{env}\0{fingerprint}".encode()).hexdigest()
+        return keys
 
     def get(self, key: str | None) -> Part | None:
         if key is None or self.store is None:
