@@ -98,7 +98,9 @@ def batch_floor(folders: list[Path], binary: Path) -> tuple[float, float]:
 
 def timed(project: Path, command: list[str], cache: Path, **extra: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds with its children) of one command, a fresh process."""
-    env = {**os.environ, "GITOPS_RENDER_CACHE": str(cache), **extra}
+    # GITOPS_OFFLINE=1, as in bench_pipeline.py: no chart is fetched (bench_helm.py times charts), so a machine
+    # without the chart repositories' network neither pays a failed fetch per HelmRelease nor keeps no results.
+    env = {**os.environ, "GITOPS_RENDER_CACHE": str(cache), "GITOPS_OFFLINE": "1", **extra}
     # Python keeps compiled modules (__pycache__) unless told not to; a machine that sets this variable
     # would add compiling every module to every run, which no user's checkout pays after its first run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
