@@ -16,46 +16,49 @@ from test_cli import environment, tool
 TRAINING = "overlays/prod/training"
 NAMESPACE_PATCH = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: training\n  labels:\n    patched: {}\n"
 CASES = {
-    # kustomization.yaml gets `extra`; `files` are written beside it; `changed` is the one file the change touches.
+    # kustomization.yaml gets `extra`; `files` are written relative to it, the one named inside another in a folder
+    # of its own (a file beside the kustomization was always an input); `changed` is the one file the change touches.
     "generator-file": {
         "extra": "generators:\n  - gen.yaml\n",
         "files": {
             "gen.yaml": "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata:\n  name: hidden\n"
-            "  namespace: training\nfiles:\n  - data.txt\noptions:\n  disableNameSuffixHash: true\n",
-            "data.txt": "first-{}\n",
+            "  namespace: training\nfiles:\n  - ../shared/data.txt\noptions:\n  disableNameSuffixHash: true\n",
+            "../shared/data.txt": "first-{}\n",
         },
-        "changed": "data.txt",
+        "changed": "../shared/data.txt",
     },
     "inline-generator": {
         "extra": "generators:\n  - |-\n    apiVersion: builtin\n    kind: ConfigMapGenerator\n    metadata:\n"
-        "      name: hidden\n      namespace: training\n    envs:\n      - vars.env\n",
-        "files": {"vars.env": "MODE=first-{}\n"},
-        "changed": "vars.env",
+        "      name: hidden\n      namespace: training\n    envs:\n      - ../shared/vars.env\n",
+        "files": {"../shared/vars.env": "MODE=first-{}\n"},
+        "changed": "../shared/vars.env",
     },
     "transformer-file": {
         "extra": "transformers:\n  - t.yaml\n",
         "files": {
-            "t.yaml": "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: hidden\npath: patch.yaml\n",
-            "patch.yaml": NAMESPACE_PATCH.format("first-{}"),
+            "t.yaml": "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: hidden\n"
+            "path: ../shared/patch.yaml\n",
+            "../shared/patch.yaml": NAMESPACE_PATCH.format("first-{}"),
         },
-        "changed": "patch.yaml",
+        "changed": "../shared/patch.yaml",
     },
     "inline-transformer": {
         "extra": "transformers:\n  - |-\n    apiVersion: builtin\n    kind: PatchTransformer\n    metadata:\n"
-        "      name: hidden\n    path: patch.yaml\n",
-        "files": {"patch.yaml": NAMESPACE_PATCH.format("first-{}")},
-        "changed": "patch.yaml",
+        "      name: hidden\n    path: ../shared/patch.yaml\n",
+        "files": {"../shared/patch.yaml": NAMESPACE_PATCH.format("first-{}")},
+        "changed": "../shared/patch.yaml",
     },
     "replacement-file": {
         "extra": "configMapGenerator:\n  - name: source\n    namespace: training\n    literals: [value=copied]\n"
-        "    options:\n      disableNameSuffixHash: true\nreplacements:\n  - path: replacement.yaml\n",
+        "    options:\n      disableNameSuffixHash: true\nreplacements:\n  - path: ../shared/replacement.yaml\n",
         "files": {
-            "replacement.yaml": "source:\n  kind: ConfigMap\n  name: source\n  fieldPath: data.value\ntargets:\n"
+            "../shared/replacement.yaml": "source:\n  kind: ConfigMap\n  name: source\n  fieldPath: data.value\n"
+            "targets:\n"
             "  - select:\n      kind: Namespace\n      name: training\n    fieldPaths:\n"
             "      - metadata.labels.first-{}\n"
             "    options:\n      create: true\n",
         },
-        "changed": "replacement.yaml",
+        "changed": "../shared/replacement.yaml",
     },
 }
 
@@ -76,6 +79,7 @@ def test_a_file_named_only_inside_another_is_an_input_of_render_diff_and_validat
     folder = repo / TRAINING
     (folder / "kustomization.yaml").write_text((folder / "kustomization.yaml").read_text() + spec["extra"])
     for name, text in spec["files"].items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text.replace("{}", "0a1"))
     git(repo, "add", "-A")
     git(repo, "commit", "--quiet", "-m", "main")
