@@ -83,9 +83,18 @@ def start_group(command, output=subprocess.PIPE):
 
 
 def kill_group(process):
+    """SIGKILL the process group and wait until none of it is left: a rank that was inside a system call (the
+    rename that publishes a checkpoint) finishes that call before it dies, after horovodrun itself is reaped."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    deadline = time.monotonic() + PROCESS_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
 
 
 def wait_for_first_checkpoint(process, checkpoint_dir):
