@@ -78,15 +78,15 @@ func builtinSchema() string {
 	return openapi.GetSchemaVersion()
 }
 
-// buildsWithSchema tells the requests that run kustomize (and so read kyaml's global schema) from the others.
-func buildsWithSchema(line []byte) bool {
-	var head struct {
-		Op string `json:"op"`
+// cleanSchema is the version kyaml's global schema reports in its built-in state, once a request that runs
+// kustomize has parsed it (about 60 ms, which a helper started only to observe reads or fetch charts skips).
+var cleanSchema string
+
+// withSchema makes sure kyaml's built-in schema is parsed before a request that reads it.
+func withSchema() {
+	if cleanSchema == "" {
+		cleanSchema = builtinSchema()
 	}
-	if json.Unmarshal(line, &head) != nil {
-		return true
-	}
-	return head.Op != "observe" && head.Op != "chart"
 }
 
 func answer(line []byte) (reply response) {
@@ -98,6 +98,9 @@ func answer(line []byte) (reply response) {
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
 		return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: bad request: %v", err)}
+	}
+	if req.Op != "observe" && req.Op != "chart" {
+		withSchema()
 	}
 	switch req.Op {
 	case "", "build":
@@ -122,9 +125,6 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	// The built-in schema's version once a build has parsed it: parsing costs about 60 ms, which a helper
-	// started only to observe reads (render_cache.py) does not pay.
-	clean := ""
 	in := bufio.NewReaderSize(os.Stdin, 1<<16)
 	out := bufio.NewWriter(os.Stdout)
 	encoder := json.NewEncoder(out)
@@ -132,12 +132,9 @@ func main() {
 	for {
 		line, readErr := in.ReadBytes('\n')
 		if len(line) > 0 {
-			if clean == "" && buildsWithSchema(line) {
-				clean = builtinSchema()
-			}
 			reply := answer(line)
-			if clean != "" && openapi.GetSchemaVersion() != clean {
-				clean = builtinSchema()
+			if cleanSchema != "" && openapi.GetSchemaVersion() != cleanSchema {
+				cleanSchema = builtinSchema()
 			}
 			if err := encoder.Encode(reply); err != nil {
 				os.Exit(1)
