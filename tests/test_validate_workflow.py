@@ -25,7 +25,33 @@ def test_runs_yamllint_ruff_and_validate_on_every_pull_request_and_the_default_b
     assert any(c.startswith(".venv/bin/yamllint --format github") for c in commands)
     lines = [line for c in commands for line in c.splitlines()]
     assert ".venv/bin/ruff check --output-format github ." in lines and ".venv/bin/ruff format --check ." in lines
-    assert "scripts/validate --format github" in commands
+    assert "scripts/validate --format github --sarif validate.sarif" in lines
+    assert workflow["permissions"] == {"contents": "read"}
+
+
+def test_uploads_validates_sarif_to_code_scanning_even_when_validate_fails():
+    """The SARIF validate writes goes to code scanning whatever validate's exit status (the job still fails on the
+    validate step), never a validate.sarif the change itself carries, with security-events: write on this job
+    only."""
+    workflow = yaml.safe_load((REPO / WORKFLOW).read_text())
+    [job] = workflow["jobs"].values()
+    steps = [step.get("name", step.get("uses")) for step in job["steps"]]
+    validate = next(step for step in job["steps"] if step.get("name") == "validate")
+    assert validate["id"] == "validate"
+    assert validate["run"].splitlines() == [
+        "rm -f validate.sarif",
+        "scripts/validate --format github --sarif validate.sarif",
+    ]
+    [upload] = [step for step in job["steps"] if step.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
+    # Pinned by major version tag, as every other action of the template.
+    assert upload["uses"] == "github/codeql-action/upload-sarif@v4"
+    assert steps.index(upload["name"]) == steps.index("validate") + 1
+    assert upload["with"] == {"sarif_file": "validate.sarif", "category": "validate"}
+    condition = " ".join(upload["if"].split())
+    # Not `success()`: it runs after a failed validate step, and only when that step ran (so wrote the file).
+    assert condition == "!cancelled() && steps.validate.outcome != 'skipped' && hashFiles('validate.sarif') != ''"
+    assert upload["continue-on-error"] is True  # a repository without code scanning does not fail the check
+    assert job["permissions"] == {"contents": "read", "actions": "read", "security-events": "write"}
     assert workflow["permissions"] == {"contents": "read"}
 
 

@@ -58,6 +58,7 @@ def test_tokens_are_read_only_except_where_a_job_needs_more():
                 writes[(path.name, name)] = granted
     assert writes == {
         ("diff.yaml", "diff"): {"pull-requests"},
+        ("validate.yaml", "validate"): {"security-events"},
         ("image.yaml", "push-ghcr"): {"packages"},
         ("image.yaml", "push-ecr"): {"id-token"},
     }

@@ -12,6 +12,8 @@
 //     (helm.go).
 //   - "observe" {root, reads}: what each of a build's reads gives now (deps.go), so a kept build is reused
 //     only while every read gives what it gave.
+//   - "cel" {crds, checks: [{crd, object}]}: each object against its CRD's x-kubernetes-validations rules as
+//     the API server evaluates them on create (cel.go); one answer per check, in order.
 //
 // build and flux answer with what the build read ("reads"), and refuse a file over the limits of limits.go
 // ("refused", one line naming it) before kustomize expands it.
@@ -51,6 +53,9 @@ type request struct {
 	APIVersions []string       `json:"apiVersions"`
 	// observe: [kind, path] of each read (deps.go)
 	Reads [][]string `json:"reads"`
+	// cel: the CRDs (apiextensions.k8s.io/v1, as JSON) and the objects, each naming its CRD by index
+	CRDs   []json.RawMessage `json:"crds"`
+	Checks []celCheck        `json:"checks"`
 }
 
 type response struct {
@@ -68,6 +73,8 @@ type response struct {
 	Refused string `json:"refused,omitempty"`
 	// observe: the value of each read now
 	Values []string `json:"values,omitempty"`
+	// cel: per check, in order
+	CEL []celResult `json:"cel,omitempty"`
 }
 
 // builtinSchema makes kyaml's global schema the built-in one, as Flux's resetOpenAPIWithBuiltins does,
@@ -99,7 +106,7 @@ func answer(line []byte) (reply response) {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: bad request: %v", err)}
 	}
-	if req.Op != "observe" && req.Op != "chart" {
+	if req.Op != "observe" && req.Op != "chart" && req.Op != "cel" {
 		withSchema()
 	}
 	switch req.Op {
@@ -115,6 +122,8 @@ func answer(line []byte) (reply response) {
 		return renderRelease(req)
 	case "observe":
 		return observe(req)
+	case "cel":
+		return checkCEL(req)
 	}
 	return response{Error: fmt.Sprintf("eks-gpu-gitops-helper: unknown op %q", req.Op)}
 }

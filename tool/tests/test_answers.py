@@ -152,3 +152,22 @@ def test_the_default_instance_types_are_gpu_types_of_the_catalogue():
     for key in ("gpu_instance_type", "_dev_instance_type"):
         assert answers.check_gpu_instance_type(context[key]) is None, key
     assert catalog.lookup(context["_system_instance_type"]).gpus == 0
+
+
+@pytest.mark.parametrize(
+    "env, production",
+    [
+        ("prod", True),
+        ("production", True),
+        ("prod-eu", True),
+        ("production-2", True),
+        ("product", False),
+        ("prod_eu", False),
+        ("preprod", False),
+        ("dev", False),
+    ],
+)
+def test_spot_is_refused_in_production_environments_only(env, production):
+    """One name rule (model/scope.py is_production): prod, production and their prod-*/production-* variants."""
+    problem = answers.check_spot(env, efa=False, reservation="")
+    assert (problem is not None and "is a production environment" in problem) == production, problem

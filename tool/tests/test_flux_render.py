@@ -177,7 +177,7 @@ def test_a_child_path_only_the_cluster_can_fill_in_is_not_followed_and_validate_
     assert "apps" not in found
     assert [m.resource for m in found["flux-system"].objects] == ["Kustomization/flux-system/apps"]
     _, report = validate_json(repo.root, monkeypatch, capsys)
-    [note] = [n for n in report["notes"] if "spec.path" in n]
+    [note] = [n for n in report["notes"] if n.startswith("prod: Flux Kustomization apps:")]
     assert note.startswith("prod: Flux Kustomization apps: spec.path './apps/${CLUSTER}' is known only on the cluster")
 
 

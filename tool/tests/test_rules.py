@@ -12,7 +12,7 @@ from world import World
 from eks_gpu_gitops import rules
 from eks_gpu_gitops.render.locate import Locator
 from eks_gpu_gitops.rules import registry
-from eks_gpu_gitops.rules.registry import Finding, Rule, register
+from eks_gpu_gitops.rules.registry import CONSEQUENCES, Finding, Rule, register
 from eks_gpu_gitops.validate import pipeline
 
 
@@ -69,6 +69,15 @@ def test_catalogue_is_well_formed():
         assert "\n" not in rule.description and rule.docs, rule.id
 
 
+def test_every_rule_states_its_premise_and_a_severity_its_consequence_gives():
+    for rule in rules.all_rules():
+        assert rule.premise.endswith("."), rule.id
+        severity, _ = CONSEQUENCES[rule.consequence]
+        assert rule.stage == "source" or rule.severity == severity, rule.id
+    errors = {r.consequence for r in rules.all_rules() if r.severity == "error" and r.stage != "source"}
+    assert errors <= {"api-server", "flux", "eksctl", "ec2", "job", "unverified"}
+
+
 @pytest.mark.parametrize(
     "change, problem",
     [
@@ -78,6 +87,10 @@ def test_catalogue_is_well_formed():
         ({"severity": "fatal"}, "severity"),
         ({"requires": ("kubeconfig",)}, "context"),
         ({"category": "Networking"}, "category 'Networking' is not one of the catalogue's"),
+        ({"premise": ""}, "premise must be one line ending with a period"),
+        ({"consequence": ""}, "consequence '' is not one of the policy's"),
+        ({"consequence": "cost"}, "severity error does not follow from consequence 'cost'"),
+        ({"severity": "warning"}, "severity warning does not follow from consequence 'job'"),
     ],
 )
 def test_registry_rejects_bad_rules(change, problem):
@@ -89,26 +102,29 @@ def test_registry_rejects_bad_rules(change, problem):
         "docs": "Why.",
         "category": "GPUs",
         "check": lambda scope: [],
+        "premise": "A pod requests GPUs.",
+        "consequence": "job",
     }
     with pytest.raises(ValueError, match=problem):
         register(Rule(**{**fields, **change}))
 
 
-def test_latest_image_is_an_error_in_prod_and_a_warning_elsewhere(checker, tmp_path):
+def test_latest_image_is_a_warning_in_every_environment(checker, tmp_path):
+    """The catalogue no longer reads the environment's name; a repository raises the rule in its configuration."""
     severities = {}
-    for env in ("prod", "dev"):
+    for env in ("prod", "production", "prod-eu", "dev", ""):
         world = World()
         world.env = env
         world.container("Worker")["image"] = "trainer:latest"
         found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "image-tag-latest"]
         severities[env] = {f.severity for f in found}
-    assert severities == {"prod": {"error"}, "dev": {"warning"}}
+    assert severities == dict.fromkeys(("prod", "production", "prod-eu", "dev", ""), {"warning"})
 
 
 def test_suppression_with_reason_reports_skipped(checker, tmp_path):
     world = World()
-    world.mpijob["spec"]["slotsPerWorker"] = 4
-    world.launcher_command[world.launcher_command.index("-np") + 1] = "8"
+    world.mpijob["spec"]["slotsPerWorker"] = 16  # two ranks per GPU
+    world.launcher_command[world.launcher_command.index("-np") + 1] = "32"
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": "benchmark of 4 ranks"}
     result = evaluate(world, checker, tmp_path)
     assert not [f for f in result.findings if f.rule == "gpu-slots-mismatch"]
@@ -118,7 +134,7 @@ def test_suppression_with_reason_reports_skipped(checker, tmp_path):
 
 def test_suppression_without_reason_suppresses_nothing(checker, tmp_path):
     world = World()
-    world.mpijob["spec"]["slotsPerWorker"] = 4
+    world.mpijob["spec"]["slotsPerWorker"] = 16
     world.mpijob["metadata"]["annotations"] = {"validate.gitops/ignore-gpu-slots-mismatch": ""}
     result = evaluate(world, checker, tmp_path)
     assert {"gpu-slots-mismatch", "suppression-invalid"} <= {f.rule for f in result.findings}
@@ -182,7 +198,7 @@ def test_a_category_decorator_for_an_unknown_category_fails_at_import():
 def test_the_registry_stamps_each_finding_with_its_rules_id(checker, tmp_path):
     """Checks yield findings without an id; what reaches the report carries the rule's."""
     world = World()
-    world.mpijob["spec"]["slotsPerWorker"] = 4
+    world.mpijob["spec"]["slotsPerWorker"] = 16
     rule = rules.REGISTRY["gpu-slots-mismatch"]
     raw = list(rule.check(world.scope()))
     assert [f.rule for f in raw] == [""]
@@ -233,19 +249,23 @@ def test_rule_modules_import_only_the_model_the_registry_and_the_facts():
 
 
 @pytest.mark.parametrize(
-    "storage, severity, message",
+    "storage, rule, severity, message",
     [
-        ("1000Gi", "warning", "creates (and bills) 1200 GiB"),
-        ("3600Gi", "warning", "creates (and bills) 4800 GiB"),
-        ("2500G", "warning", "creates (and bills) 2400 GiB"),
-        ("1.2TB-ish", "error", "not a positive size"),
+        ("1000Gi", "fsx-capacity-rounded-up", "warning", "creates (and bills) 1200 GiB"),
+        ("3600Gi", "fsx-capacity-rounded-up", "warning", "creates (and bills) 4800 GiB"),
+        ("2500G", "fsx-capacity-rounded-up", "warning", "creates (and bills) 2400 GiB"),
+        ("1.2TB-ish", "fsx-capacity-invalid", "error", "not a positive size"),
     ],
 )
-def test_fsx_size_the_driver_rounds_up_is_a_warning_naming_its_size(checker, tmp_path, storage, severity, message):
+def test_fsx_size_the_driver_rounds_up_is_a_warning_naming_its_size(
+    checker, tmp_path, storage, rule, severity, message
+):
+    """A size the driver rounds up (a warning of its own rule since the severity policy) and one the API server
+    refuses (an error)."""
     world = World()
     world.claim["spec"]["resources"]["requests"]["storage"] = storage
-    found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule == "fsx-capacity-invalid"]
-    assert [f.severity for f in found] == [severity]
+    found = [f for f in evaluate(world, checker, tmp_path).findings if f.rule.startswith("fsx-capacity")]
+    assert [(f.rule, f.severity) for f in found] == [(rule, severity)]
     assert message in found[0].message
 
 

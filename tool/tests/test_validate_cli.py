@@ -80,7 +80,9 @@ def test_repository_validates_without_errors(render_cache_dir):
     document = json.loads(result.stdout)
     assert document["summary"]["errors"] == 0
     assert sorted(document["summary"]["environments"]) == sorted(ENVIRONMENTS)
-    assert {f["rule"] for f in document["findings"]} <= {"placeholder-value"}
+    # fsx-reclaim-delete no longer reads the environment's name: dev's FSx, deleted with its claim on purpose, is a
+    # warning until the repository's configuration turns the rule off for dev.
+    assert {f["rule"] for f in document["findings"]} <= {"placeholder-value", "fsx-reclaim-delete"}
     assert "validate: schemas:" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -89,7 +91,7 @@ def test_findings_carry_the_contract_and_source_lines(repo_copy, capsys, monkeyp
     monkeypatch.chdir(repo_copy)
     env = ENVIRONMENTS[0]
     code, out, _ = main("--env", env, "--format", "json", "--quiet", capsys=capsys)
-    assert code == 1
+    assert code == 0  # hpa-on-gpu is a warning under the severity policy (the API server takes the HPA)
     found = [f for f in json.loads(out)["findings"] if f["rule"] == "hpa-on-gpu"]
     assert [f["env"] for f in found] == [env]
     metric_line = GPU_HPA.splitlines().index("    - type: Resource") + 1
@@ -97,11 +99,11 @@ def test_findings_carry_the_contract_and_source_lines(repo_copy, capsys, monkeyp
         assert {"rule", "severity", "file", "resource", "message", "env", "line", "remediation"} <= set(finding)
         assert (finding["file"], finding["line"]) == ("overlays/base/training/hpa.yaml", metric_line)
         assert finding["resource"] == "HorizontalPodAutoscaler/training/scale-on-gpus"
-        assert finding["severity"] == "error" and finding["kustomization"] == "training"
+        assert finding["severity"] == "warning" and finding["kustomization"] == "training"
 
     code, out, _ = main("--env", env, "--format", "github", "--quiet", capsys=capsys)
-    assert code == 1
-    assert f"::error file=overlays/base/training/hpa.yaml,line={metric_line},title=hpa-on-gpu ({env})::" in out
+    assert code == 0
+    assert f"::warning file=overlays/base/training/hpa.yaml,line={metric_line},title=hpa-on-gpu ({env})::" in out
 
 
 def test_a_value_from_the_settings_points_at_its_settings_line(repo_copy, capsys, monkeypatch):
@@ -110,7 +112,7 @@ def test_a_value_from_the_settings_points_at_its_settings_line(repo_copy, capsys
     settings = repo_copy / "overlays" / env / "settings.yaml"
     lines = settings.read_text().splitlines(keepends=True)
     at = next(n for n, line in enumerate(lines) if line.strip() == "- -np") + 1
-    lines[at] = re.sub(r"'\d+'", "'3'", lines[at])
+    lines[at] = re.sub(r"'\d+'", "'999'", lines[at])  # more ranks than slots: mpirun refuses
     settings.write_text("".join(lines))
     monkeypatch.chdir(repo_copy)
     code, out, _ = main("--env", env, "--format", "json", "--quiet", capsys=capsys)
@@ -358,6 +360,8 @@ CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace
 
 @pytest.mark.parametrize("name, read", [(".prettierrc.yaml", False), (".tools/lint.yaml", False), ("tools.yaml", True)])
 def test_a_folder_of_manifests_leaves_its_dotfiles_alone(tmp_path, capsys, monkeypatch, name, read):
+    """Dot files are not inputs at all; another YAML file with no apiVersion or kind in any document is read, found
+    to be no Kubernetes manifest, and named in a note instead of reported as an invalid object."""
     folder = tmp_path / "manifests"
     (folder / name).parent.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(TOOL_CONFIG)
@@ -365,10 +369,17 @@ def test_a_folder_of_manifests_leaves_its_dotfiles_alone(tmp_path, capsys, monke
     monkeypatch.chdir(tmp_path)
     code, out, _ = main("manifests", "--format", "json", "--quiet", capsys=capsys)
     report = json.loads(out)
-    assert report["summary"]["objects"] == (2 if read else 1)
-    invalid = [(f["file"], f["message"]) for f in report["findings"] if f["rule"] == "schema-invalid"]
-    assert invalid == ([(f"manifests/{name}", "object has no apiVersion or kind")] if read else [])
-    assert code == (1 if read else 0)
+    assert report["summary"]["objects"] == 1
+    assert [f for f in report["findings"] if f["rule"] == "schema-invalid"] == []
+    assert [n for n in report["notes"] if "not Kubernetes manifests" in n] == (
+        [
+            "inputs: 1 YAML file with no apiVersion or kind in any document, so not Kubernetes manifests, not "
+            f"checked: manifests/{name}"
+        ]
+        if read
+        else []
+    )
+    assert code == 0
 
 
 def test_the_repository_with_a_cluster_config_checks_every_environment(capsys, in_repo, render_cache_dir):

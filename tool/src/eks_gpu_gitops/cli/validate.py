@@ -1,9 +1,10 @@
 """Validate manifests before Flux applies them: lint, render once, schemas, rules, report.
 
-    eks-gpu-gitops validate [PATH ...] [--env ENV] [--format text|json|github] [--cluster-config FILE]
-                            [--schema-dir DIR] [--kubernetes-version X.Y] [--strict] [--quiet]
+    eks-gpu-gitops validate [PATH ...] [--env ENV] [--format text|json|github|sarif] [--sarif FILE]
+                            [--config FILE] [--cluster-config FILE] [--schema-dir DIR]
+                            [--kubernetes-version X.Y] [--strict] [--quiet]
     eks-gpu-gitops validate --list-rules [--format text|json|markdown]
-    eks-gpu-gitops validate --server [--env ENV] [--context CTX] [--format text|json|github]
+    eks-gpu-gitops validate --server [--env ENV] [--context CTX] [--format text|json|github|sarif]
 
 --server dry-run applies every rendered object against the cluster of the kubeconfig ($KUBECONFIG)
 as Flux would (server-rejected, server-dropped-fields).
@@ -11,20 +12,27 @@ as Flux would (server-rejected, server-dropped-fields).
 PATH is the repository root (the default: every environment), clusters/<env> (one environment),
 a kustomization folder, a folder of plain manifests, or files. Exit status: 0 clean (warnings
 allowed), 1 errors (or warnings with --strict), 2 usage or input error.
+
+The configuration file (--config FILE, or the first .eks-gpu-gitops.yaml found in the repository's root or
+above it, then in the current folder or above it) turns rules off, sets their severity (per file and per
+environment too) and ignores paths; the report's notes say what it changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from ..core.errors import InputError
 from ..facts.eks import version_key
 from ..rules import docs
 from ..schemas.store import SCHEMA_DIR_VARIABLE
-from ..validate import report
+from ..validate import config, report
 from ..validate.pipeline import Options, validate
+from ..validate.plan import find_root
 from . import conventions as cli
 
 VERB = "validate"
@@ -45,7 +53,17 @@ def build_parser() -> cli.Parser:
         "--format",
         default="text",
         choices=sorted({*report.FORMATS, *docs.FORMATS}),
-        help="text (default), json or github; with --list-rules: text, json or markdown",
+        help="text (default), json, github or sarif (SARIF 2.1.0); with --list-rules: text, json or markdown",
+    )
+    parser.add_argument(
+        "--sarif", type=Path, metavar="FILE", help="also write the report as SARIF 2.1.0 to FILE (for code scanning)"
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="the configuration file (default: .eks-gpu-gitops.yaml of the repository or above, or of the current "
+        "folder or above)",
     )
     parser.add_argument(
         "--cluster-config", type=Path, metavar="FILE", help="eksctl ClusterConfig (a file, or a kustomization folder)"
@@ -78,6 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--kubernetes-version {args.kubernetes_version}: expected a version such as 1.34")
     if args.schema_dir and not args.schema_dir.is_dir():
         raise InputError(f"{args.schema_dir}: --schema-dir is not a folder")
+    if args.list_rules and (args.sarif or args.config):
+        parser.error("--sarif and --config go with a validation, not --list-rules")
     if args.context and not args.server:
         parser.error("--context goes with --server")
     if args.server and args.paths:
@@ -93,14 +113,39 @@ def _validate(argv: list[str] | None) -> int:
     if args.server:
         from ..validate.server import validate_server
 
+        root = find_root(Path.cwd()) or Path.cwd()
+        configuration = config.configured(args.config, root)
         result = validate_server(args.env, args.context, cli.progress(VERB, args.quiet))
-        sys.stdout.write(report.FORMATS[args.format](result))
-        return result.exit_code(args.strict)
+        return _report(configuration.apply(result) if configuration else result, args)
 
-    options = Options(args.paths, args.env, args.cluster_config, args.schema_dir, args.kubernetes_version)
-    result = validate(options, cli.progress(VERB, args.quiet))
+    options = Options(args.paths, args.env, args.cluster_config, args.schema_dir, args.kubernetes_version, args.config)
+    return _report(validate(options, cli.progress(VERB, args.quiet)), args)
+
+
+def _report(result, args: argparse.Namespace) -> int:
+    if args.sarif:
+        _write(args.sarif, report.FORMATS["sarif"](result))
     sys.stdout.write(report.FORMATS[args.format](result))
     return result.exit_code(args.strict)
+
+
+def _write(path: Path, text: str) -> None:
+    """`text` into `path` through a file of its own beside it: a reader (the upload to code scanning) sees the
+    whole report or none, and an interrupt or a full disk leaves nothing behind."""
+    try:
+        descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    except OSError as error:
+        raise InputError(f"{path}: cannot write: {error.strerror}") from None
+    try:
+        with os.fdopen(descriptor, "w") as out:
+            out.write(text)
+        os.chmod(staged, 0o644)
+        os.replace(staged, path)
+    except BaseException as error:  # OSError, or Ctrl-C / SIGTERM (cli turns them into KeyboardInterrupt)
+        Path(staged).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise InputError(f"{path}: cannot write: {error.strerror}") from None
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

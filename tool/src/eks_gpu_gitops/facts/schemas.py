@@ -3,10 +3,13 @@ controllers and Kueue, and eksctl's ClusterConfig schema, at the releases the te
 platform.yaml may pin others under `schemas:` (the template writes its own pins there); these are what validate
 uses for the kinds it does not pin, and everywhere outside such a repository."""
 
+from .flux import CONTROLLERS
+
 MPI_OPERATOR = "v0.8.2"
-KUSTOMIZE_CONTROLLER = "v1.9.4"
-SOURCE_CONTROLLER = "v1.9.1"
-HELM_CONTROLLER = "v1.6.3"
+# The controllers' releases Flux v2.9.5 installs (facts/flux.py): their CRDs are what the cluster serves.
+KUSTOMIZE_CONTROLLER = CONTROLLERS["kustomize-controller"]
+SOURCE_CONTROLLER = CONTROLLERS["source-controller"]
+HELM_CONTROLLER = CONTROLLERS["helm-controller"]
 KUEUE = "0.19.2"
 EKSCTL = "v0.230.0"
 

@@ -14,7 +14,7 @@ import re
 import unicodedata
 
 from ..facts import catalog, eks, fsx, limits
-from ..model.scope import PRODUCTION_NAMES
+from ..model.scope import is_production
 
 _DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # What the MPI operator needs of an MPIJob's name (kubeflow/mpi-operator v0.8.2,
@@ -234,7 +234,7 @@ def check_capacity_reservation(reservation: str, capacity_block: str) -> str | N
 def check_spot(env: str, efa: bool, reservation: str) -> str | None:
     """Spot GPU nodes may be reclaimed at two minutes' notice: for development environments only,
     never with EFA (a reclaimed node ends the whole MPI job) or a reservation."""
-    if env in PRODUCTION_NAMES or env.startswith(tuple(f"{n}-" for n in PRODUCTION_NAMES)):
+    if is_production(env):
         return _bad("--spot", env, "is a production environment", "use Spot for development environments only")
     if efa:
         return _bad("--spot", env, "would run EFA nodes on Spot", "give --no-efa with --spot, or drop --spot")

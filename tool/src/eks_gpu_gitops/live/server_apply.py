@@ -2,7 +2,7 @@
 
 Each object goes to the API server as Flux sends it: an apply patch (application/apply-patch+yaml)
 with the field manager "kustomize-controller", force on conflicts, and Flux's owner labels
-(fluxcd/kustomize-controller v1.9.4: main.go `controllerName = "kustomize-controller"`, used as
+(fluxcd/kustomize-controller v1.9.5: main.go `controllerName = "kustomize-controller"`, used as
 ssa.Owner.Field in internal/controller/kustomization_controller.go, which also calls
 SetOwnerLabels(objects, name, namespace)). With dryRun=All nothing is stored: the answer is the
 object as it would be, or the server's refusal (Pod Security, admission webhooks, quota,

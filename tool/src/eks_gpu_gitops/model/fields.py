@@ -3,6 +3,7 @@ as absent (the schema check reports the object), and Kubernetes quantities as nu
 
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -67,12 +68,20 @@ def quantity(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int of more digits than a float holds
+            return None
+        return number if math.isfinite(number) else None
     match = _QUANTITY.match(str(value).strip())
     if not match or match.group(3) not in _FACTORS:
         return None
-    number = float(match.group(1)) * (10 ** int(match.group(2)) if match.group(2) else 1)
-    return number * _FACTORS[match.group(3)]
+    try:
+        number = float(match.group(1)) * (10 ** int(match.group(2)) if match.group(2) else 1)
+        number *= _FACTORS[match.group(3)]
+    except (OverflowError, ValueError):  # "1e400": past what a float holds (and what the API server takes)
+        return None
+    return number if math.isfinite(number) else None
 
 
 def plural(count: int | float, word: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..facts import flux
 from ..facts.eks import version_key
 
 # (group, kind) pairs.
@@ -137,7 +138,9 @@ REMOVED_APIS = (
 
 
 def removal(api_version: str, kind: str, kubernetes_version: str) -> tuple[str, str] | None:
-    """(removed in, replacement) when api_version/kind is gone at kubernetes_version."""
+    """(removed in, replacement) when api_version/kind is gone at kubernetes_version; for a Flux kind, ("Flux
+    v2.9.5", replacement) when the pinned Flux release does not serve that version (flux_removal). Where the
+    objects at hand may apply their own CRDs, ask removals.Removals instead."""
     for removed_api, kinds, removed_in, instead in REMOVED_APIS:
         if (
             removed_api == api_version
@@ -145,4 +148,14 @@ def removal(api_version: str, kind: str, kubernetes_version: str) -> tuple[str, 
             and version_key(removed_in) <= version_key(kubernetes_version)
         ):
             return removed_in, instead
-    return None
+    return flux_removal(api_version, kind)
+
+
+def flux_removal(api_version: str, kind: str) -> tuple[str, str] | None:
+    """("Flux v2.9.5", the apiVersion `flux migrate` moves it to) when a kind of Flux's is written at a version
+    the CRDs of the pinned Flux release do not serve (facts/flux.py)."""
+    group, _, version = api_version.rpartition("/")
+    target = flux.migration_target(group, kind)
+    if not target or target == api_version or not version:
+        return None
+    return f"Flux {flux.FLUX_VERSION}", target

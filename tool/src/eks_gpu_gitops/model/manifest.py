@@ -84,6 +84,9 @@ class FluxKustomization:
     rendered: bool = True  # False when spec.path does not exist (render's skip_missing)
     # What Flux's post-build substitution did to `objects` (post_build.py); None without spec.postBuild.
     substitution: Substitution | None = None
+    # The ExternalArtifact it builds from, as "ExternalArtifact ns/name (ArtifactGenerator name)"; "" when it
+    # builds from this repository's GitRepository (render/external_artifact.py).
+    artifact: str = ""
 
     @property
     def name(self) -> str:
@@ -112,6 +115,8 @@ class Environment:
     kustomizations: list[FluxKustomization] = field(default_factory=list)
     cluster_config: Manifest | None = None
     releases: list[HelmReleaseRender] = field(default_factory=list)
+    # (namespace, name) of a Flux Kustomization that reads an ExternalArtifact the render could not make -> why.
+    unmade: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def objects(self) -> list[Manifest]:

@@ -63,12 +63,41 @@ _ONE_OPERAND = {
     "min-np",
     "max-np",
     "slots-per-host",
+    "rf",
+    "rankfile",
+    "cpu-set",
+    "cpu-list",
+    "launch-agent",
+    "app",
+    "preload-files",
+    "report-pid",
+    "ompi-server",
+    "xterm",
+    "personality",
+    "config-file",
+    "fusion-threshold-mb",
+    "cycle-time-ms",
+    "cache-capacity",
+    "autotune-log-file",
+    "timeline-filename",
+    "host-discovery-script",
+    "reset-limit",
+    "binding-args",
+    "gloo-timeout-seconds",
 }
-_TWO_OPERANDS = {"mca", "gmca"}
+_TWO_OPERANDS = {"mca", "gmca", "prtemca", "pmixmca", "blacklist-cooldown-range"}
 # Python's own options that take an operand.
 _PYTHON_OPERAND = {"-W", "-X", "-Q"}
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=.*)?$")
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_COUNT = re.compile(r"[0-9]{1,18}")
+
+
+def is_count(word: str) -> bool:
+    """Whether `word` is a whole number in ASCII digits, as mpirun and int() read one: str.isdigit() also takes
+    '²', which int() refuses, and int() refuses more than 4,300 digits."""
+    return bool(_COUNT.fullmatch(word))
+
 
 # What the generators start every MPI rank with: one rank per slot, no CPU binding (Horovod and
 # tf.data pick their own threads), as root (the MPI operator's images run sshd as root).
@@ -163,7 +192,7 @@ def parse_launch(tokens: list[str]) -> Launch | None:
             break
         operands = list(range(index + 1, min(index + 1 + _operands(token), len(tokens))))
         for at in operands:
-            if tokens[at].startswith("-") and not tokens[at].lstrip("-").isdigit():
+            if tokens[at].startswith("-") and not is_count(tokens[at].lstrip("-")):
                 launch.problems.append((index, f"{token} needs an operand but is followed by {tokens[at]}"))
         if len(operands) < _operands(token):
             launch.problems.append((index, f"{token} needs an operand but ends the command line"))
@@ -188,7 +217,7 @@ def _check_operand(launch: Launch, tokens: list[str], index: int, operands: list
             launch.problems.append((index, f"-x has no operand: {value} starts the program"))
         elif not _VARIABLE.match(value):
             launch.problems.append((operands[0], f"-x {value} is not NAME or NAME=value"))
-    elif {f"-{flag}", f"--{flag}"} & set(PROCESS_COUNT_FLAGS) and (not value.isdigit() or int(value) < 1):
+    elif {f"-{flag}", f"--{flag}"} & set(PROCESS_COUNT_FLAGS) and (not is_count(value) or int(value) < 1):
         launch.problems.append((operands[0], f"{tokens[index]} {value} is not a number of processes"))
 
 

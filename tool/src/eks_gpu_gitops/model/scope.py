@@ -13,6 +13,11 @@ from .pods import PodTemplate, pod_templates
 PRODUCTION_NAMES = ("prod", "production")
 
 
+def is_production(env: str) -> bool:
+    """Whether an environment's name says production: prod, production, prod-* or production-*."""
+    return env in PRODUCTION_NAMES or env.startswith(tuple(f"{n}-" for n in PRODUCTION_NAMES))
+
+
 @dataclass
 class Scope:
     """One environment as rules see it.
@@ -31,10 +36,6 @@ class Scope:
     releases: list[HelmReleaseRender] = field(default_factory=list)
     kubernetes_version: str = ""
     platform: dict = field(default_factory=dict)  # platform.yaml
-
-    @property
-    def production(self) -> bool:
-        return self.env in PRODUCTION_NAMES or self.env.startswith(tuple(f"{n}-" for n in PRODUCTION_NAMES))
 
     def has(self, context: str) -> bool:
         return {

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from .fields import mapping, sequence, strings
 
 DISABLE_KEY = "kustomize.toolkit.fluxcd.io/substitute"
+# Any braced reference, whatever substitutes it (Flux, or envsubst run on a template read in folder mode).
+_BRACED = re.compile(r"\$\{[^}]*\}")
 _OPENING = re.compile(r"(\$+)\{")
 _NAME = re.compile(r"[_A-Za-z][_A-Za-z0-9]*")
 _DEFAULTS = ("=", ":=", ":-", ":?", ":+")
@@ -34,6 +36,17 @@ CLUSTER_VARIABLES = {
     "FSX_SUBNET_ID": "the cluster's private subnet in the GPU nodes' availability zone",
     "FSX_SECURITY_GROUP_ID": "the EKS cluster security group, which every node is in",
 }
+
+
+def holds_variable(value) -> bool:
+    """Whether a value, or any string inside it, still holds a ${...} reference."""
+    if isinstance(value, str):
+        return _BRACED.search(value) is not None
+    if isinstance(value, dict):
+        return any(holds_variable(item) for item in value.values())
+    if isinstance(value, list):
+        return any(holds_variable(item) for item in value)
+    return False
 
 
 @dataclass

@@ -310,6 +310,19 @@ class _Meter:
             )
 
 
+def go_matcher(pattern: str, where: str):
+    """Go's path.Match(pattern, name) as a function of `name` (Go 1.26: `*` and `?` never match `/`), its steps
+    bounded as an ArtifactFilter's are (a one-line refusal naming `where`); ValueError for a malformed pattern
+    (path.ErrBadPattern)."""
+    try:
+        glob = _Glob(os.fsencode(pattern))
+    except _Malformed:
+        raise ValueError(f"malformed pattern {pattern!r}") from None
+    meter = _Meter()
+    meter.where = where
+    return lambda name: glob.match(os.fsencode(name), meter)
+
+
 # --- go-git's gitignore patterns ----------------------------------------------------------------------------
 
 _TRAVERSE = "**"
@@ -506,6 +519,16 @@ class ArtifactFilter:
         self.own = bool(own)
         self.patterns = _patterns(VCS_PATTERNS, ()) + (own or _patterns(DEFAULT_PATTERNS, ()))
         self.meter = _Meter()
+
+    @classmethod
+    def defaults(cls) -> ArtifactFilter:
+        """What fluxcd/pkg artifact's SourceIgnoreFilter(nil, nil) leaves out (source-watcher archives an
+        ExternalArtifact with it): the VCS and default patterns, whatever .sourceignore files the folder holds."""
+        made = cls.__new__(cls)
+        made.own = False
+        made.patterns = _patterns(VCS_PATTERNS, ()) + _patterns(DEFAULT_PATTERNS, ())
+        made.meter = _Meter()
+        return made
 
     def why(self, relative: str, folder: bool = False) -> str:
         """Why `relative` (a path inside the repository, / separated; a folder's with `folder`) is left out;

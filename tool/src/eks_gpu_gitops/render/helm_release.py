@@ -36,6 +36,7 @@ from ..core import credentials, yaml_limits
 from ..core.errors import InputError
 from ..core.network import offline
 from ..model import CLUSTER_SCOPED, HELM_RELEASE, Environment, HelmReleaseRender, Manifest, mapping, sequence
+from ..model.flux_sources import EXTERNAL_ARTIFACT, Sources
 from ..model.manifest import from_documents
 from . import helper, render_cache
 from .capabilities import api_versions, cluster_scoped_kinds, kubernetes_version_of
@@ -121,6 +122,7 @@ class _Context:
         self.workspace = workspace
         self.once = once
         self.index = {(m.kind, m.namespace or "default", m.name): m for m in objects if _indexed(m)}
+        self.sources = Sources(objects)  # what ArtifactGenerators make, too
         self.kubernetes_version = "v" + kubernetes_version_of(environment.cluster_config)[0] + ".0"
         self.api_versions = api_versions(objects)
         self.cluster_scoped = CLUSTER_SCOPED | cluster_scoped_kinds(objects)
@@ -187,6 +189,9 @@ def _chart(context: _Context, doc: dict, namespace: str) -> tuple[str | None, st
         kind, name = str(reference.get("kind", "")), str(reference.get("name", ""))
         where = str(reference.get("namespace") or namespace)
         source = context.index.get((kind, where, name))
+        if kind == EXTERNAL_ARTIFACT and (source is not None or context.sources.maker(where, name)):
+            # helm-controller v1.6.4 reads one (api v2 reference_types.go); source-watcher makes it on the cluster.
+            return None, "", f"its chartRef ExternalArtifact {where}/{name} holds a chart this render does not make"
         if source is None:
             return None, "", f"its chartRef {kind} {where}/{name} is not in the repository"
         if kind == "HelmChart":

@@ -279,3 +279,16 @@ def fail(path, cause: str) -> None:
             "into the bases by name and stop when the settings or a named item they fill in is gone)"
         )
     raise InputError(f"{path}: kustomize build failed: {cause}")
+
+
+def check_cel(crds: list[dict], checks: list[dict]) -> list[dict]:
+    """Each check ({"crd": index into crds, "object": ...}) against its CRD's x-kubernetes-validations rules
+    as the API server evaluates them (helper/cel.go): per check, {"violations": [...]} or {"skipped": why}.
+    One request for all of them: the CRDs' rules compile once."""
+    reply = ask({"op": "cel", "crds": crds, "checks": checks}, "the CEL rules of the CRDs")
+    if "error" in reply:
+        raise InputError(f"the CEL rules of the CRDs: {mask_text(str(reply['error']))}")
+    results = reply.get("cel") or []
+    if len(results) != len(checks):
+        raise InputError("the CEL rules of the CRDs: the helper answered for a different number of objects")
+    return results

@@ -78,11 +78,13 @@ def _pointer(text: str) -> tuple:
     steps = []
     for part in text.strip("/").split("/") if text.strip("/") else []:
         part = part.replace("~1", "/").replace("~0", "~")
-        steps.append(int(part) if part.isdigit() else part)
+        steps.append(int(part) if _INDEX.match(part) else part)
     return tuple(steps)
 
 
 _SEGMENT = re.compile(r"\[[^\]]*\]|[^.\[]+")
+# A list index: ASCII digits only (str.isdigit() takes "²", which int() refuses), and few of them.
+_INDEX = re.compile(r"^[0-9]{1,18}$")
 
 
 def _field_path(text: str) -> tuple:
@@ -101,7 +103,7 @@ def _resolve(doc, steps: tuple, done: tuple = ()) -> list[tuple]:
         elif step.startswith("[") and "=" in step:
             key, _, value = step[1:-1].partition("=")
             indices = [i for i, item in enumerate(doc) if isinstance(item, dict) and str(item.get(key)) == value]
-        elif step.isdigit():
+        elif _INDEX.match(step):
             indices = [int(step)] if int(step) < len(doc) else []
         else:
             return []

@@ -6,6 +6,7 @@ command writes it out (output.py).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,8 +17,9 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..model import CLUSTER_CONFIG, FLUX_KUSTOMIZATION, Environment, FluxKustomization, Manifest
-from ..model.fields import names
-from . import flux_build, flux_source, helm_release, post_build, render_cache
+from ..model.fields import mapping, names
+from ..model.flux_sources import DEFAULT_NAMESPACE, EXTERNAL_ARTIFACT, Sources
+from . import external_artifact, flux_build, flux_source, helm_release, post_build, render_cache
 from .helper import KUSTOMIZATION_FILES
 
 # kustomize processes at once. Each one spends part of its life starting up and reading files,
@@ -81,38 +83,111 @@ def _follow(
 
     One whose spec.path holds a `${VAR}` is built from the path `parent`'s post-build substitution gives
     it, as Flux applies it: with `wait` it stays an object until `parent` is substituted (walk.waiting);
-    without, a path still unknown then (only the cluster has its variable) leaves it an object."""
+    without, a path still unknown then (only the cluster has its variable) leaves it an object.
+
+    One that reads an ExternalArtifact an ArtifactGenerator makes from this repository is built from that
+    artifact's files (external_artifact.py), once every object known so far is substituted (the generator may
+    be any of them); while no generator of it is known and more Kustomizations are still to be built, it
+    waits again."""
     found, kept = [], []
     seen = walk.seen[id(environment)]
     for manifest in parent.objects:
-        if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest):
+        external = _external_artifact(manifest)
+        if manifest.group_kind != FLUX_KUSTOMIZATION or not (flux_build.follows(manifest) or external):
             kept.append(manifest)
             continue
         key = _key(manifest)
-        if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0]:
+        if key == (ROOT_NAME, ROOT_NAME) and parent is environment.kustomizations[0] and not external:
             parent.manifest = manifest  # the repository's own gotk-sync.yaml
             continue
-        if key in seen or "${" in _spec_path(manifest):
+        if key in seen or "${" in _spec_path(manifest) or (external and wait):
             if key not in seen and wait:
                 walk.waiting.append((environment, parent))
             kept.append(manifest)
             continue
+        staged = _stage(environment, parent, manifest, external, walk) if external else None
+        if external and staged is None:
+            kept.append(manifest)
+            continue
         seen.add(key)
         entry = _entry(manifest)
+        if staged is not None:
+            entry.artifact = staged.describe
+            walk.artifacts[id(entry)] = staged
         environment.kustomizations.append(entry)
         found.append(entry)
     parent.objects = kept
     return found
 
 
+def _external_artifact(manifest: Manifest) -> tuple[str, str] | None:
+    """(namespace, name) of the ExternalArtifact a Flux Kustomization builds from, if it builds from one."""
+    ref = mapping(manifest.doc, "spec", "sourceRef")
+    if manifest.group_kind != FLUX_KUSTOMIZATION or ref.get("kind") != EXTERNAL_ARTIFACT:
+        return None
+    return str(ref.get("namespace") or manifest.namespace or DEFAULT_NAMESPACE), str(ref.get("name", ""))
+
+
+def _stage(
+    environment: Environment, parent: FluxKustomization, manifest: Manifest, external: tuple[str, str], walk: _Walk
+) -> external_artifact.Staged | None:
+    """The files of the ExternalArtifact `manifest` builds from, made as its ArtifactGenerator makes them from
+    this repository; None (and why, in environment.unmade) when no generator of it is known yet or it cannot
+    be made here."""
+    namespace, name = external
+    output = Sources(environment.objects).maker(namespace, name)
+    if output is None:
+        walk.retry.append((environment, parent))
+        return None
+    generator = f"ArtifactGenerator {output.namespace}/{output.generator.name} ({output.generator.file})"
+    identity = external_artifact.identity(output, name)
+    staged = walk.workspaces.artifacts.get(identity)
+    if staged is None:
+        try:
+            staged = external_artifact.stage(output, name, walk.workspaces.flux.path, walk.workspaces.budget)
+        except external_artifact.Unstaged as why:
+            environment.unmade[_key(manifest)] = f"{generator} makes it, but {why}"
+            _record(environment, walk, why.probes)  # it may be made once they change
+            return None
+        walk.workspaces.artifacts[identity] = staged
+    _record(environment, walk, staged.probes)
+    # Described by this environment's generator: one alike in another environment may have staged it.
+    return dataclasses.replace(staged, describe=external_artifact.describe(output, name))
+
+
+def _record(environment: Environment, walk: _Walk, probes: set[tuple[str, str]]) -> None:
+    """What an artifact was made from (or found not to be made from), as reads of the repository's checkout: the
+    environment renders the same while they give the same values (render_cache.environment_fingerprints)."""
+    if render_cache.shared() is None or not probes:
+        return
+    now = render_cache.observe(walk.workspaces.flux.path, probes)
+    reads = walk.reads_of(environment, "flux")
+    with _READS_LOCK:
+        if now:
+            reads.update((kind, path, now[(kind, path)]) for kind, path in probes)
+        else:
+            reads.add(("exists", ".", "unknown"))  # never holds: the environment renders again
+
+
 def unfollowed(environment: Environment) -> list[str]:
-    """Notes on the Flux Kustomizations of this repository a render could not follow: their spec.path holds
-    a variable only the cluster has a value for, so what they apply is not rendered."""
+    """Notes on the Flux Kustomizations a render could not follow: their spec.path holds a variable only the
+    cluster has a value for, or their source is not this repository (another GitRepository, an OCIRepository,
+    a Bucket, an ExternalArtifact made from one of those or not made here), so what they apply is not rendered
+    (and a path there is not checked)."""
     notes = []
     for kustomization in environment.kustomizations:
         for manifest in kustomization.objects:
             path = _spec_path(manifest)
-            if manifest.group_kind != FLUX_KUSTOMIZATION or not flux_build.follows(manifest) or "${" not in path:
+            if manifest.group_kind != FLUX_KUSTOMIZATION:
+                continue
+            elsewhere = _elsewhere(environment, manifest)
+            if elsewhere:
+                notes.append(
+                    f"{environment.name}: Flux Kustomization {manifest.name} builds from {elsewhere}: its "
+                    f"spec.path {path!r} is not rendered or checked"
+                )
+                continue
+            if not flux_build.follows(manifest) or "${" not in path:
                 continue
             if post_build.post_build(kustomization.manifest.doc) is None:
                 why = (
@@ -126,6 +201,21 @@ def unfollowed(environment: Environment) -> list[str]:
                 "applies is not rendered or checked"
             )
     return notes
+
+
+def _elsewhere(environment: Environment, manifest: Manifest) -> str:
+    """What a Flux Kustomization the render did not follow builds from, when that is not this repository (""
+    for this repository's own GitRepository, and for a source the environment does not define at all:
+    flux-source-missing says so)."""
+    if flux_build.follows(manifest):
+        return ""
+    ref = mapping(manifest.doc, "spec", "sourceRef")
+    namespace = str(ref.get("namespace") or manifest.namespace or DEFAULT_NAMESPACE)
+    shown = f"{ref.get('kind', '')} {namespace}/{ref.get('name', '')}"
+    if _external_artifact(manifest):
+        why = environment.unmade.get(_key(manifest))
+        return f"{shown}, which {why}" if why else ""
+    return f"{shown}, not from this repository"
 
 
 def _spec_path(manifest: Manifest) -> str:
@@ -142,8 +232,13 @@ class _Walk:
     seen: dict[int, set] = field(default_factory=dict)
     order: dict[int, tuple] = field(default_factory=dict)
     waiting: list[tuple[Environment, FluxKustomization]] = field(default_factory=list)
+    # Parents of a Flux Kustomization whose ExternalArtifact's generator is not known yet: followed again while
+    # more Kustomizations are built.
+    retry: list[tuple[Environment, FluxKustomization]] = field(default_factory=list)
     # What each environment's builds read, by environment and checkout ("flux", "checkout"; render_cache.py).
     reads: dict[tuple[int, str], set] = field(default_factory=dict)
+    workspaces: _Workspaces | None = None
+    artifacts: dict[int, external_artifact.Staged] = field(default_factory=dict)  # by id of the entry built from it
 
     def reads_of(self, environment: Environment, checkout: str) -> set:
         with _READS_LOCK:
@@ -186,14 +281,16 @@ def render_repository(
         if eksctl:
             workspaces.checkout = flux_build.Workspace(root)
             flux_build.check_paths(workspaces.checkout, eksctl)
-        walk = _Walk()
+        walk = _Walk(workspaces=workspaces)
         _run_jobs(workspaces, jobs, progress, skip_missing, walk)
-        # Post-build substitution, then the children whose path it gives, until no new one appears.
+        # Post-build substitution, then the children whose path it gives (or whose ExternalArtifact's generator
+        # is now known), until no new one appears.
         substituted: set[int] = set()
         while True:
             for environment in environments:
                 post_build.substitute_environment(environment.kustomizations, substituted)
-            waiting, walk.waiting = list({id(p): (e, p) for e, p in walk.waiting}.values()), []
+            waiting = list({id(p): (e, p) for e, p in walk.waiting + walk.retry}.values())
+            walk.waiting, walk.retry = [], []
             jobs = []
             for environment, parent in waiting:
                 for index, entry in enumerate(_follow(environment, parent, walk, wait=False)):
@@ -270,9 +367,11 @@ def environment_fingerprints(root: Path, names: list[str]) -> dict[str, str | No
 class _Workspaces:
     flux: flux_build.Workspace
     checkout: flux_build.Workspace | None = None
+    artifacts: dict[str, external_artifact.Staged] = field(default_factory=dict)  # by external_artifact.identity
+    budget: external_artifact.Budget = field(default_factory=external_artifact.Budget)  # what staging may copy
 
     def close(self) -> None:
-        for workspace in (self.flux, self.checkout):
+        for workspace in (self.flux, self.checkout, *self.artifacts.values()):
             if workspace is not None:
                 workspace.close()
 
@@ -297,6 +396,11 @@ def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool,
         workspace = workspaces.flux if kustomization is not None else workspaces.checkout
         checkout = "flux" if kustomization is not None else "checkout"
         reads = walk.reads_of(environment, checkout)
+        staged = walk.artifacts.get(id(kustomization))
+        if staged is not None:
+            # Built from an ExternalArtifact's files: what they were made from is among the environment's reads
+            # already (_stage); reads of this copy are not reads of the repository.
+            workspace, reads = staged, set()
         if kustomization is not None and not (workspace.path / path).is_dir():
             if skip_missing:
                 kustomization.rendered = False
@@ -305,14 +409,20 @@ def _run_jobs(workspaces: _Workspaces, jobs: list, progress, skip_missing: bool,
                 return []
             left_out = workspace.left_out(path)  # not kept: a failed render is not remembered
             why = f"which is not in the artifact Flux builds from ({left_out})" if left_out else "which does not exist"
+            if staged is not None:
+                why = f"which {staged.describe} does not hold"
             where = f"{kustomization.manifest.file}: Kustomization {kustomization.name!r}"
             raise InputError(f"{where} points at {path!r}, {why}")
+        if staged is not None:
+            flux_build.check_paths(staged, [path])
         source = kustomization.name if kustomization else "eksctl"
         spec = kustomization.manifest.doc.get("spec") if kustomization else None
         if kustomization is not None and not isinstance(spec, dict):
             spec = {}
         observed: set = set()
         objects = flux_build.build(workspace, path, spec, environment.name, source, observed)
+        for manifest in objects if staged is not None else ():
+            manifest.file = staged.origin(manifest.file)  # the file of the repository it was copied from
         with _READS_LOCK:
             reads.update(observed)
         # A build that started as the user interrupted (its process missed the signal) ends unreported;

@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 from itertools import groupby
 
-from .registry import CONTEXTS, SUPPRESSION_PREFIX, Rule, all_rules
+from .registry import CONSEQUENCES, CONTEXTS, SUPPRESSION_PREFIX, Rule, all_rules
 
 _CONTEXT_NAMES = {"cluster": "ClusterConfig", "environment": "whole environment", "flux": "Flux Kustomizations"}
 
 
 def _severity(rule: Rule) -> str:
-    if rule.production_severity:
-        return f"{rule.severity} ({rule.production_severity} in production)"
     if rule.stage == "source":
         return "yamllint's level"
     return rule.severity
@@ -39,7 +37,9 @@ def as_json(rules: list[Rule]) -> str:
                 {
                     "id": r.id,
                     "severity": r.severity,
-                    "production_severity": r.production_severity,
+                    "premise": r.premise,
+                    "consequence": r.consequence,
+                    "severity_reason": CONSEQUENCES[r.consequence][1] if r.consequence else "",
                     "category": r.category,
                     "stage": r.stage,
                     "requires": list(r.requires),
@@ -77,6 +77,20 @@ def markdown(rules: list[Rule]) -> str:
         f'    {SUPPRESSION_PREFIX}image-tag-latest: "nightly smoke test, always the newest build"',
         "```",
         "",
+        "A repository's configuration file turns rules off, changes their severity, per path too, and ignores",
+        "paths; see validate-and-diff.md.",
+        "",
+        "## Severity policy",
+        "",
+        "A rule fires only where its premise holds: what the rendered context must show for it to apply. Its",
+        "severity follows from what happens if the finding is ignored; each rule names one of these:",
+        "",
+        "| Consequence | Severity | What happens |",
+        "| --- | --- | --- |",
+        *(f"| {key} | {severity} | {why} |" for key, (severity, why) in CONSEQUENCES.items()),
+        "",
+        "## Rules",
+        "",
         "| Rule | Severity | Needs | Description |",
         "| --- | --- | --- | --- |",
     ]
@@ -92,7 +106,9 @@ def markdown(rules: list[Rule]) -> str:
                 "",
                 r.docs,
                 "",
-                f"- Severity: {_severity(r)}",
+                f"- Applies when: {r.premise or '-'}",
+                f"- Severity: {_severity(r)}"
+                + (f", because {CONSEQUENCES[r.consequence][1]} ({r.consequence})" if r.consequence else ""),
                 f"- Needs: {_needs(r) if r.requires else 'the objects alone'}",
                 f"- Remediation: {r.remediation}",
             ]

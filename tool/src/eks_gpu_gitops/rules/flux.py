@@ -47,6 +47,10 @@ def _as_written(kustomization: FluxKustomization, defined: set[str]):
     "flux-variable-unset",
     "error",
     requires=("flux",),
+    premise="A Flux Kustomization applies an object holding a ${NAME} that its postBuild gives no value and no "
+    "default, or a ${NAME} that some postBuild of the environment (or the cluster-settings ConfigMap) defines "
+    "while the object's own Kustomization substitutes nothing there.",
+    consequence="flux",
     description="A ${VARIABLE} meant for Flux has no value, or reaches the cluster as written",
     remediation="Give it a value in the Flux Kustomization's postBuild (substitute, or a substituteFrom "
     f"source such as the {CLUSTER_SETTINGS} ConfigMap that scripts/cluster-settings writes), a default "
@@ -61,8 +65,10 @@ def _as_written(kustomization: FluxKustomization, defined: set[str]):
       repository does not describe is not checked. A variable that some postBuild of the environment
       defines (or one of the `{CLUSTER_SETTINGS}` ones) also reaches the cluster as written where Flux
       substitutes nothing: in a Kustomization without `postBuild`, in an object with substitution
-      disabled, or where postBuild gives no variable at all (substituteStrategy WithVariables). Other
-      `${{...}}` there, such as a shell script's, are left alone.""",
+      disabled, or where postBuild gives no variable at all (substituteStrategy WithVariables): the object
+      then holds the text `${{NAME}}` where a value was meant. Other `${{...}}` there, such as a shell
+      script's, are left alone. Strict substitution is kustomize-controller's default from v1.9
+      (internal/features/features.go, StrictPostBuildSubstitutions).""",
 )
 def flux_variable_unset(scope: Scope):
     defined = _defined(scope)
@@ -83,6 +89,10 @@ def flux_variable_unset(scope: Scope):
     "flux-substitution-invalid",
     "error",
     requires=("flux",),
+    premise="A Flux Kustomization has spec.postBuild, and an object it applies holds a ${...} envsubst cannot "
+    "parse, or postBuild names a variable Flux refuses, or a substituted object is no longer YAML, or a "
+    "substituteFrom ConfigMap or Secret that is not optional is applied only by this same Kustomization.",
+    consequence="flux",
     description="Flux's post-build substitution would fail the whole Kustomization",
     remediation="Write variables as ${NAME}, ${NAME:=default} or ${NAME:-default} (escape a literal as "
     "$${...}), name variables [_a-zA-Z][_a-zA-Z0-9]*, and apply a substituteFrom source in a Kustomization "
@@ -93,7 +103,8 @@ def flux_variable_unset(scope: Scope):
       object that is no longer valid YAML (a value with `: ` in it) fails too. One such problem fails the
       whole Kustomization, so none of its objects is applied. A `substituteFrom` ConfigMap or Secret that
       the same Kustomization applies does not exist on a new cluster when Flux reads it, before applying
-      anything: the Kustomization never gets applied.""",
+      anything: the Kustomization never gets applied. One marked `optional: true` is read as empty when it
+      is absent (fluxcd/pkg/kustomize v1.35.4 kustomize_varsub.go), so it is not reported.""",
 )
 def flux_substitution_invalid(scope: Scope):
     for kustomization in scope.kustomizations:
@@ -101,7 +112,7 @@ def flux_substitution_invalid(scope: Scope):
         if post is None:
             continue
         for index, source in enumerate(sources(post)):
-            if _applied_by_itself(scope, kustomization, source):
+            if source.get("optional") is not True and _applied_by_itself(scope, kustomization, source):
                 yield Finding(
                     kustomization.manifest,
                     f"substituteFrom {source.get('kind')}/{source.get('name')} is applied by {kustomization.name} "
@@ -134,6 +145,9 @@ _STATEFUL |= {("storage.k8s.io", "StorageClass")}
     "flux-prune-disabled-with-state",
     "warning",
     requires=("flux",),
+    premise="A Flux Kustomization sets spec.prune: false and applies a PersistentVolumeClaim, PersistentVolume, "
+    "Namespace or StorageClass.",
+    consequence="cost",
     description="A Flux Kustomization with prune: false applies volumes, claims, namespaces or storage classes",
     remediation="Set spec.prune: true, and protect an object that must outlive its removal from the repository "
     "with the annotation kustomize.toolkit.fluxcd.io/prune: disabled (a Retain reclaim policy keeps the data).",
@@ -165,6 +179,9 @@ helm = category("Ordering")  # with the other rules about what Flux applies and 
     "helm-release-fails",
     "error",
     requires=("flux",),
+    premise="A HelmRelease's chart was fetched from a source the repository holds and rendered as helm-controller "
+    "installs it, and the fetch, the values or a template failed.",
+    consequence="flux",
     description="A HelmRelease fails to install: its chart or version does not exist, or the chart does not render",
     remediation="Fix the chart name or version (or the source's URL), or the values the chart refuses; the "
     "message is helm-controller's or source-controller's.",

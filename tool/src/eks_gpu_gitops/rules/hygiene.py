@@ -9,21 +9,12 @@ from ..facts import limits
 from ..model import GPU, Scope, mapping, sequence
 from ..model.fields import strings
 from ..model.mpi import runs_mpi
+from ..model.placeholders import PLACEHOLDER, holds_placeholder
 from ..model.secrets import TEXT, WHOLE, mask_text, secret_paths, secret_spans
 from .registry import REGISTRY, SUPPRESSION_PREFIX, Finding, category
 
 rule = category("Hygiene and security")
 
-# Placeholders, each only as a whole token (not inside a longer word): REPLACE-ME and CHANGE-ME in any
-# case and spelling, PLACEHOLDER and PLACEHOLDER_<WHAT>, <account-id>-style angle-bracket tokens, runs of
-# four or more x (arn:aws:iam::xxxxxxxxxxxx:role), and the upper-case TODO, FIXME, TBD.
-_PLACEHOLDER = re.compile(
-    r"(?<![A-Za-z0-9])(?:"
-    r"(?i:replace[-_]?me|change[-_]?me|placeholder(?:[-_][a-z0-9_]+)?|x{4,})"
-    r"|TODO|FIXME|TBD"
-    r")(?![A-Za-z0-9])"
-    r"|<[A-Za-z][A-Za-z0-9_.-]*>"
-)
 # TOKEN only as a whole word: TOKENIZERS_PARALLELISM and MAX_TOKENS are settings, HF_TOKEN is not.
 _SECRET_NAME = re.compile(
     r"PASSWORD|PASSWD|SECRET|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|(^|_)TOKEN(_|$)", re.IGNORECASE
@@ -44,12 +35,15 @@ def image_tag(image: str) -> str | None:
 @rule(
     "image-tag-latest",
     "warning",
-    production_severity="error",
+    premise="A container or init container of a pod template has an image with no tag, or the tag latest, and no "
+    "digest.",
+    consequence="risk",
     description="A workload's image is untagged or tagged latest",
     remediation="Pin the image to a version tag or a digest (in kustomize: images[].newTag or digest).",
     docs="""A moving tag makes the same commit run different code on each pull: workers of one MPI world can
-      even run different builds, and a rollback does not roll back. An error in production environments
-      (named prod, production, or prod-...), a warning elsewhere.""",
+      even run different builds, and a rollback does not roll back. The image still runs, so it is a warning;
+      a repository made by the template raises it to an error for its production environments in its
+      validate configuration.""",
 )
 def image_tag_latest(scope: Scope):
     for template in scope.pod_templates:
@@ -68,6 +62,9 @@ def image_tag_latest(scope: Scope):
 @rule(
     "image-reference-invalid",
     "error",
+    premise="A container or init container of a pod template has an image written without Flux variables or "
+    "placeholders (placeholder-value reports those).",
+    consequence="job",
     description="A container's image is not a reference the kubelet can parse",
     remediation="Write the image as [registry[:port]/]repository[:tag][@sha256:digest] with a lowercase repository "
     "and no spaces, e.g. ghcr.io/org/trainer:0.1.0 (in kustomize: images[].newName and newTag).",
@@ -77,13 +74,15 @@ def image_tag_latest(scope: Scope):
       while the API server takes it (a Pod only has to be free of leading and trailing spaces, an MPIJob's
       templates are not checked at all). The grammar is distribution/reference v0.6.0's (facts/limits.py):
       a lowercase repository path, a tag of at most 128 characters, a sha256, sha384 or sha512 digest.
-      Images with Flux variables (${...}) are left to the substitution rules.""",
+      Images with Flux variables (${...}) are left to the substitution rules, and images that hold a
+      placeholder (`<account>.dkr.ecr...`, `<DOCKER_REGISTRY>`) to placeholder-value: a template someone must
+      still fill in is not yet wrong.""",
 )
 def image_reference_invalid(scope: Scope):
     for template in scope.pod_templates:
         for container in template.containers + template.init_containers:
             image = container.spec.get("image")
-            if not isinstance(image, str) or "${" in image:
+            if not isinstance(image, str) or "${" in image or holds_placeholder(image):
                 continue
             problem = limits.parse_image(image)[1]
             if problem:
@@ -96,13 +95,18 @@ def image_reference_invalid(scope: Scope):
 
 @rule(
     "env-literal-credential",
-    "error",
+    "warning",
+    premise="A container's env entry has a literal value, and its name looks like a credential or its value like an "
+    "AWS access key id.",
+    consequence="risk",
     description="A container's env holds a literal credential",
     remediation="Read the value from a Secret (env[].valueFrom.secretKeyRef) created outside Git or encrypted "
     "with SOPS, or use IAM roles (EKS Pod Identity) instead of keys.",
     docs="""Everything in the repository is readable by everyone with access to it and stays in its history.
       The rule flags env entries whose name looks like a credential (password, secret, token, api key, access
-      key) with a literal value, and any value that looks like an AWS access key id.""",
+      key) with a literal value, and any value that looks like an AWS access key id. The workload runs, so it is
+      a warning; a repository that keeps credentials out of Git raises it to an error in its validate
+      configuration (the template's does).""",
 )
 def env_literal_credential(scope: Scope):
     for template in scope.pod_templates:
@@ -122,12 +126,16 @@ def env_literal_credential(scope: Scope):
 
 @rule(
     "secret-data-committed",
-    "error",
+    "warning",
+    premise="A Secret among the inputs has data or stringData and no SOPS metadata.",
+    consequence="risk",
     description="A Secret with data is committed in plain text",
     remediation="Keep the Secret out of Git (create it with the cluster's secret store) or encrypt it with SOPS "
     "and Flux's decryption.",
-    docs="""Secret data is only base64-encoded, not encrypted. A SOPS-encrypted Secret (one with a `sops`
-      section) is accepted.""",
+    docs="""Secret data is only base64-encoded, not encrypted: everyone who can read the repository reads it, and
+      its history keeps it. A SOPS-encrypted Secret (one with a `sops` section) is accepted. The Secret works, so
+      it is a warning; a repository that keeps credentials out of Git raises it to an error in its validate
+      configuration (the template's does).""",
 )
 def secret_data_committed(scope: Scope):
     for manifest in scope.of("Secret", ""):
@@ -144,13 +152,16 @@ def secret_data_committed(scope: Scope):
 
 @rule(
     "job-mpirun-not-mpijob",
-    "error",
+    "warning",
+    premise="A batch Job or CronJob with parallelism above 1 runs mpirun or horovodrun in its containers.",
+    consequence="cost",
     description="A batch Job with parallelism above 1 runs mpirun or horovodrun",
     remediation="Run distributed training as an MPIJob (kubeflow.org/v2beta1): one launcher runs mpirun, "
     "workers run sshd.",
     docs="""The pods of a parallel Job are independent: each one starts its own mpirun with its own world, so
       N pods train N separate models (each on the whole data set) instead of one model on N workers. The MPI
-      operator builds the hostfile and SSH keys that join the pods into one world.""",
+      operator builds the hostfile and SSH keys that join the pods into one world. Each pod's run can still
+      finish, at N times the GPU-hours, so it is a warning.""",
 )
 def job_mpirun_not_mpijob(scope: Scope):
     for template in scope.pod_templates:
@@ -173,12 +184,16 @@ def job_mpirun_not_mpijob(scope: Scope):
 
 @rule(
     "hpa-on-gpu",
-    "error",
+    "warning",
+    premise="A HorizontalPodAutoscaler has a Resource or ContainerResource metric named nvidia.com/gpu.",
+    consequence="risk",
     description="A HorizontalPodAutoscaler scales on nvidia.com/gpu, which is not a resource metric",
     remediation="Scale on a GPU utilisation metric from an exporter (DCGM) through the custom or external "
     "metrics API, or drop the HPA for training jobs.",
     docs="""Resource metrics come from the metrics server, which only knows cpu and memory; an HPA on
-      nvidia.com/gpu never gets a value and never scales (it reports FailedGetResourceMetric).""",
+      nvidia.com/gpu never gets a value and never scales (it reports FailedGetResourceMetric). The API server
+      takes any resource name there (kubernetes pkg/apis/autoscaling/validation validateResourceSource) and the
+      workload runs at its current replicas, so it is a warning.""",
 )
 def hpa_on_gpu(scope: Scope):
     for manifest in scope.of("HorizontalPodAutoscaler"):
@@ -192,6 +207,8 @@ def hpa_on_gpu(scope: Scope):
 @rule(
     "placeholder-value",
     "warning",
+    premise="A string value of an object or of the ClusterConfig is, or holds as a whole token, a placeholder.",
+    consequence="risk",
     description="A value is still a placeholder (REPLACE-ME, CHANGEME, <account-id>, xxxx, TODO)",
     remediation="Replace the placeholder with the real value; a per-cluster value (such as the FSx subnet and "
     "security group) belongs in the cluster-settings ConfigMap that Flux substitutes (scripts/cluster-settings).",
@@ -210,7 +227,7 @@ def placeholder_value(scope: Scope):
         for path, value in strings(manifest.doc):
             if value.startswith("ENC[") or _encoded(manifest, path) or _schema_text(manifest, path):
                 continue  # SOPS ciphertext and base64 data: their letters are not words
-            found = _PLACEHOLDER.search(value)
+            found = PLACEHOLDER.search(value)
             if not found:
                 continue
             if secrets is None:
@@ -247,14 +264,17 @@ def _shown(value: str) -> str:
 
 @rule(
     "suppression-invalid",
-    "error",
+    "warning",
     suppressible=False,
+    premise="An object carries an annotation validate.gitops/ignore-<id>.",
+    consequence="risk",
     description="A suppression annotation has no reason or names no known rule",
     remediation='Write the annotation as validate.gitops/ignore-<rule-id>: "<why this is fine here>" with a rule '
     "id from docs/rules.md.",
     docs="""Suppressions are reviewed like code: each one must say why. One without a reason does not
       suppress anything, and one naming an unknown rule (a typo, or a rule that was renamed) is reported so it
-      does not silently stop working.""",
+      does not silently stop working. Either way the finding it meant to hide is still reported at its own
+      severity, and nothing on the cluster fails, so it is a warning.""",
 )
 def suppression_invalid(scope: Scope):
     for manifest in [*scope.objects, *([scope.cluster_config] if scope.cluster_config else [])]:
@@ -285,11 +305,15 @@ _NAME_RULES = {
 }
 # RBAC names are path segments ("system:..." is valid); MPIJob names: mpijob-name-invalid.
 _OTHER_NAMES = ("rbac.authorization.k8s.io", "kubeflow.org")
+_YAML_TYPES = {int: "a number", float: "a number", bool: "a boolean", list: "a list", dict: "a mapping"}
 
 
 @rule(
     "object-name-invalid",
     "error",
+    premise="An object's metadata.name is written without Flux variables, and the object is not an RBAC kind or an "
+    "MPIJob.",
+    consequence="api-server",
     description="An object's name is not a valid Kubernetes name for its kind",
     remediation="Rename the object: lower-case letters, digits and '-' (and '.' except for Namespaces and "
     "Services), starting and ending with a letter or digit (a Service: starting with a letter).",
@@ -298,10 +322,22 @@ _OTHER_NAMES = ("rbac.authorization.k8s.io", "kubeflow.org")
       and `.`); a Namespace takes a DNS-1123 label (at most 63, no dots), a Service a DNS-1035 label (a
       DNS-1123 label that starts with a letter). RBAC kinds (path-segment names) and MPIJobs
       (mpijob-name-invalid) are left to their own rules, and names with a Flux `${VARIABLE}` are checked
-      after substitution only.""",
+      after substitution only. A name YAML reads as a number or a boolean (`name: 5`) is refused too: the
+      object's metadata does not decode.""",
 )
 def object_name_invalid(scope: Scope):
     for manifest in scope.objects:
+        written = mapping(manifest.doc, "metadata").get("name")
+        if written is not None and not isinstance(written, str):
+            # YAML reads `name: 5` or `name: true` as a number or a boolean; ObjectMeta.name is a string, so
+            # decoding the object fails before any name rule applies.
+            yield Finding(
+                manifest,
+                f"{manifest.kind} name {written!r} is {_YAML_TYPES.get(type(written), 'not text')}, not a string: "
+                "quote it",
+                ("metadata", "name"),
+            )
+            continue
         name = manifest.name
         if not name or "$" in name or manifest.group in _OTHER_NAMES:
             continue
@@ -341,6 +377,9 @@ def _mib(size: int) -> str:
 @rule(
     "object-too-large",
     "error",
+    premise="An object among the inputs is serialized larger than etcd takes, or is a ConfigMap or Secret with more "
+    "data than the API server takes.",
+    consequence="api-server",
     description="An object is larger than the API server and etcd accept",
     remediation="Keep large data out of the object: put files in S3 or FSx, or build them into the image; split "
     "a large ConfigMap into several.",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model import BUILTIN_GROUPS, FLUX_KUSTOMIZATION, FluxKustomization, Manifest, Scope, mapping, sequence
+from ..model.flux_sources import EXTERNAL_ARTIFACT, Sources, references
 from .registry import Finding, category
 
 rule = category("Ordering")
@@ -48,10 +49,11 @@ _BOOTSTRAP_GROUPS = (
     "image.toolkit.fluxcd.io",
     "source.extensions.fluxcd.io",
 )
+# CRDs every EKS cluster has without GitOps: the VPC CNI (the vpc-cni add-on, on every cluster unless its default
+# add-ons are disabled) installs these (aws/amazon-vpc-cni-k8s, charts/aws-vpc-cni/crds/customresourcedefinition.yaml).
+EKS_PROVIDED = ("crd.k8s.amazonaws.com/ENIConfig", "networking.k8s.aws/PolicyEndpoint")
 # Objects that are never applied to the cluster.
 _NOT_APPLIED_GROUPS = ("eksctl.io", "kustomize.config.k8s.io")
-# What `flux bootstrap` creates: the source every entry point reads.
-_BOOTSTRAP_SOURCES = {("GitRepository", "flux-system", "flux-system"), ("OCIRepository", "flux-system", "flux-system")}
 
 
 def normalise_url(url: str) -> str:
@@ -178,6 +180,9 @@ def _waits(manifest: Manifest) -> bool:
     "flux-path-missing",
     "error",
     requires=("flux",),
+    premise="The environment's Flux Kustomizations are visible, and one that builds from this repository points "
+    "spec.path at a folder the repository does not hold.",
+    consequence="flux",
     description="A Flux Kustomization's spec.path does not exist in the repository",
     remediation="Point spec.path at an existing overlay folder (relative to the repository root), or create it.",
     docs="""kustomize-controller fails the Kustomization, and everything that depends on it waits forever.
@@ -198,6 +203,9 @@ def flux_path_missing(scope: Scope):
     "dependency-missing",
     "error",
     requires=("flux",),
+    premise="The environment's Flux Kustomizations are visible (clusters/<env> and what it applies), and one's "
+    "dependsOn names none of them.",
+    consequence="flux",
     description="A Flux Kustomization depends on one that does not exist in the environment",
     remediation="Fix the name (and namespace) under spec.dependsOn, or add the missing Kustomization.",
     docs="""Flux keeps a Kustomization with a missing dependency in "dependency not found" and never applies
@@ -220,6 +228,8 @@ def dependency_missing(scope: Scope):
     "dependency-cycle",
     "error",
     requires=("flux",),
+    premise="The environment's Flux Kustomizations are visible, and their dependsOn entries form a cycle.",
+    consequence="flux",
     description="Flux Kustomizations depend on each other in a cycle",
     remediation="Remove one dependsOn entry of the cycle; dependencies must form a chain or a tree.",
     docs="""Every Kustomization in a dependsOn cycle waits for another one, so none of them is ever
@@ -243,6 +253,10 @@ def dependency_cycle(scope: Scope):
     "crd-not-installed",
     "error",
     requires=("flux",),
+    premise="The environment's Flux Kustomizations and what they apply are visible, every HelmRelease the custom "
+    "resource's Kustomization applies or depends on is rendered or listed as a provider, and its kind is none that "
+    "EKS itself installs.",
+    consequence="api-server",
     description="A custom resource is applied but nothing in the environment installs its CRD",
     remediation="Install the CRD in a Kustomization the resource's Kustomization depends on; for a remote "
     "source, add it to crd_providers in platform.yaml.",
@@ -251,7 +265,8 @@ def dependency_cycle(scope: Scope):
       included: a chart's crds/ and templates, as helm-controller installs them), in the remote sources listed
       in the tool's `rules/ordering.py` (the MPI operator's repository), and in `crd_providers:` of
       platform.yaml (entries `{url: <git or oci url>, provides: [group/Kind]}` or `{chart: <name>,
-      provides: [...]}`). Flux's own kinds come from `flux bootstrap`. Premise: every HelmRelease the
+      provides: [...]}`). Flux's own kinds come from `flux bootstrap`, and the VPC CNI's (ENIConfig,
+      PolicyEndpoint) from EKS. Premise: every HelmRelease the
       resource's Kustomization depends on (or applies itself) is rendered or listed there; one whose chart is not
       rendered here (offline, a source the repository does not hold) may install the CRD, so the rule says
       nothing about those resources and validate's notes name the release.""",
@@ -269,6 +284,7 @@ def crd_not_installed(scope: Scope):
                 is_custom_resource(manifest)
                 and manifest.kind != "CustomResourceDefinition"
                 and f"{manifest.group}/{manifest.kind}" not in found
+                and f"{manifest.group}/{manifest.kind}" not in EKS_PROVIDED
             ):
                 yield Finding(
                     manifest,
@@ -320,15 +336,20 @@ def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> b
 
 @rule(
     "custom-resource-before-crd",
-    "error",
+    "warning",
     requires=("flux",),
+    premise="A custom resource's CRD is installed by another Flux Kustomization of the environment (or a nested one "
+    "beside it), which the resource's Kustomization does not depend on and which does not depend on it.",
+    consequence="risk",
     description="A custom resource's Kustomization does not depend on the one that installs its CRD",
     remediation="Add the CRD's Kustomization to spec.dependsOn of the resource's Kustomization (directly or "
     "through another dependency).",
     docs="""Flux reconciles Kustomizations in parallel unless dependsOn orders them. Without the dependency
       the custom resource may be applied before its CRD exists and fail, on every fresh cluster and after
       every disaster recovery. A CRD installed by a nested Kustomization in the same entry point is not
-      ordered either: the nested one reconciles on its own.""",
+      ordered either: the nested one reconciles on its own. kustomize-controller retries the failed
+      Kustomization (spec.retryInterval) and it succeeds once the CRD is there, so it is a warning; a CRD's
+      Kustomization that depends on the resource's is crd-dependency-deadlock's.""",
 )
 def custom_resource_before_crd(scope: Scope):
     graph = Graph(scope)
@@ -338,7 +359,7 @@ def custom_resource_before_crd(scope: Scope):
             candidates = found.get(f"{manifest.group}/{manifest.kind}")
             if not candidates or not is_custom_resource(manifest):
                 continue
-            if any(_ordered(graph, kustomization, p) for p in candidates):
+            if any(_ordered(graph, kustomization, p) or _deadlocked(graph, kustomization, p) for p in candidates):
                 continue
             beside = [p for p in candidates if p.top is kustomization and p.via is not None]
             if beside:
@@ -354,10 +375,57 @@ def custom_resource_before_crd(scope: Scope):
             yield Finding(manifest, message, ("apiVersion",))
 
 
+def _deadlocked(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:
+    """Whether the Kustomization that installs the CRD waits (through dependsOn) for the one that applies the
+    resource, and not the other way round."""
+    if _ordered(graph, consumer, provider) or provider.top is consumer:
+        return False
+    waits = graph.reachable(_key(provider.top.manifest))
+    if provider.key is not None:
+        waits |= graph.reachable(provider.key)
+    return _key(consumer.manifest) in waits
+
+
+@rule(
+    "crd-dependency-deadlock",
+    "error",
+    requires=("flux",),
+    premise="A custom resource's CRD is installed by another Flux Kustomization of the environment that depends, "
+    "directly or not, on the resource's Kustomization.",
+    consequence="flux",
+    description="The Kustomization that installs a CRD waits for the one that applies its custom resources",
+    remediation="Reverse the dependency: the custom resources' Kustomization depends on the CRD's, never the other "
+    "way round.",
+    docs="""dependsOn holds a Kustomization until its dependencies are Ready. The resources' Kustomization
+      cannot become Ready before the CRD exists (the API server rejects them, "no matches for kind"), and the
+      CRD's Kustomization waits for it, so neither is ever applied, on every fresh cluster.""",
+)
+def crd_dependency_deadlock(scope: Scope):
+    graph = Graph(scope)
+    found = providers(scope, graph)
+    for kustomization in scope.kustomizations:
+        for manifest in kustomization.objects:
+            candidates = found.get(f"{manifest.group}/{manifest.kind}")
+            if not candidates or not is_custom_resource(manifest):
+                continue
+            if any(_ordered(graph, kustomization, p) for p in candidates):
+                continue
+            stuck = [p for p in candidates if _deadlocked(graph, kustomization, p)]
+            if stuck:
+                yield Finding(
+                    manifest,
+                    f"{stuck[0].describe()} installs its CRD but depends on Kustomization {kustomization.name}, "
+                    "which cannot apply it before the CRD exists",
+                    ("apiVersion",),
+                )
+
+
 @rule(
     "crd-provider-not-waited",
     "warning",
     requires=("flux",),
+    premise="A custom resource's Kustomization depends on one that installs its CRD through a nested Kustomization.",
+    consequence="risk",
     description="A dependency that installs a CRD through a nested Kustomization does not wait for it",
     remediation="Set wait: true on the nested Kustomization and on the entry point that applies it.",
     docs="""dependsOn waits until the dependency is Ready. Without `wait: true` (or healthChecks) a
@@ -392,37 +460,35 @@ def crd_provider_not_waited(scope: Scope):
     "flux-source-missing",
     "error",
     requires=("environment",),
-    description="A Flux Kustomization or HelmRelease refers to a source the environment does not define",
-    remediation="Add the GitRepository, HelmRepository or OCIRepository to the same overlay, or fix the sourceRef.",
+    premise="The whole environment is visible, and a Flux Kustomization, HelmRelease, HelmChart or ArtifactGenerator "
+    "reads a source (sourceRef, chartRef, spec.sources) it does not define, the flux-system source of flux bootstrap "
+    "taken as defined.",
+    consequence="flux",
+    description="A Flux object refers to a source the environment does not define",
+    remediation="Add the source (GitRepository, OCIRepository, Bucket, HelmRepository, HelmChart, or the "
+    "ArtifactGenerator that makes the ExternalArtifact) to the same environment, or fix the reference.",
     docs="""A missing source leaves the Kustomization or HelmRelease not Ready ("source not found"), and
-      everything that depends on it waits. The flux-system GitRepository made by `flux bootstrap` is taken as
-      present.""",
+      everything that depends on it waits. Sources are those of Flux v2.9.5: GitRepository, OCIRepository,
+      Bucket, HelmRepository and HelmChart (source-controller), the HelmChart a HelmRelease's `chart.spec`
+      makes (named `<namespace>-<name>`), and the ExternalArtifacts source-watcher's ArtifactGenerators make
+      (by their `spec.artifacts[].name`, in the generator's namespace). The flux-system GitRepository made by
+      `flux bootstrap` is taken as present.""",
 )
 def flux_source_missing(scope: Scope):
-    present = {(m.kind, m.namespace or "flux-system", m.name) for m in scope.objects} | _BOOTSTRAP_SOURCES
+    # What defines a source, ExternalArtifacts that ArtifactGenerators make included: model/flux_sources.py.
+    sources = Sources(scope.objects)
     for manifest in scope.objects:
-        spec = mapping(manifest.doc, "spec")
-        if (manifest.group, manifest.kind) == FLUX_KUSTOMIZATION:
-            refs = [(mapping(spec, "sourceRef"), ("spec", "sourceRef"))]
-        elif manifest.kind == "HelmRelease":
-            refs = [
-                (mapping(spec, "chart", "spec", "sourceRef"), ("spec", "chart", "spec", "sourceRef")),
-                (mapping(spec, "chartRef"), ("spec", "chartRef")),
-            ]
-        else:
-            continue
-        for ref, path in refs:
-            if not ref:
+        for reference in references(manifest):
+            if sources.defines(reference):
                 continue
-            wanted = (
-                str(ref.get("kind", "")),
-                str(ref.get("namespace") or manifest.namespace or "flux-system"),
-                str(ref.get("name", "")),
+            made = (
+                " (none of its ArtifactGenerators makes one by that name)"
+                if reference.kind == EXTERNAL_ARTIFACT
+                else ""
             )
-            if wanted not in present:
-                yield Finding(
-                    manifest,
-                    f"{manifest.kind} {manifest.name} reads {wanted[0]} {wanted[1]}/{wanted[2]}, "
-                    "which this environment does not define",
-                    path,
-                )
+            yield Finding(
+                manifest,
+                f"{manifest.kind} {manifest.name} reads {reference.describe()}, which this environment does not "
+                f"define{made}",
+                reference.path,
+            )

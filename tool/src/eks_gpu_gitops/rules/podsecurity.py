@@ -146,7 +146,12 @@ def _restricted(template: PodTemplate):
       capabilities beyond the default set (IPC_LOCK and SYS_ADMIN, which EFA and some profilers ask for,
       are not in it), hostPath volumes, host ports and an Unconfined seccomp profile; restricted adds volume
       types, runAsNonRoot, user 0, allowPrivilegeEscalation: false, dropping ALL capabilities and a
-      RuntimeDefault or Localhost seccomp profile. One finding per control and pod template.""",
+      RuntimeDefault or Localhost seccomp profile. One finding per control and pod template. The namespace's
+      label is read from the Namespace object among the inputs; exemptions in the cluster's admission
+      configuration are not visible (EKS sets none).""",
+    premise="A Namespace among the objects carries pod-security.kubernetes.io/enforce baseline or restricted, "
+    "and a pod template lands in it.",
+    consequence="job",
 )
 def pod_security_violation(scope: Scope):
     levels = enforced_levels(scope)

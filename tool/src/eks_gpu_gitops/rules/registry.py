@@ -18,6 +18,24 @@ from ..model import Manifest
 
 SEVERITIES = ("error", "warning")
 
+# The severity policy: a rule's severity follows from what happens if its finding is ignored. Each rule names
+# one of these consequences; registration refuses a severity that does not follow from it. A team that holds
+# itself to more (an error for an untagged image in production, say) raises a rule in its configuration file
+# (validate/config.py), not in the catalogue.
+CONSEQUENCES = {
+    "api-server": ("error", "the API server rejects the object, so Flux's apply of its whole Kustomization fails"),
+    "flux": ("error", "Flux fails to build, apply or reconcile it"),
+    "eksctl": ("error", "eksctl refuses the ClusterConfig, or creating the cluster or a node group fails"),
+    "ec2": ("error", "EC2 or EC2 Auto Scaling refuses the launch, or the capacity can never be provided"),
+    "job": ("error", "the workload itself fails, or can never start or be scheduled"),
+    "unverified": ("error", "validate could not check the input, so passing it would claim what nobody checked"),
+    "cost": ("warning", "it works, but costs more than it needs to (idle GPU-hours, storage kept or lost)"),
+    "performance": ("warning", "it works, but slower than the hardware allows"),
+    "risk": ("warning", "it works, but a choice is risky: data loss, drift, exposure, or a later change that fails"),
+    "unchecked": ("warning", "part of the input could not be checked; nothing says it is wrong"),
+    "configured": ("error", "the level the repository's own configuration (its .yamllint) gives it"),
+}
+
 # The catalogue's chapters, in the order of docs/rules.md.
 CATEGORIES = (
     "Sources and schemas",
@@ -72,12 +90,10 @@ class Rule:
     category: str
     check: Callable[..., Iterable[Finding]] | None = None
     requires: tuple[str, ...] = ()
-    production_severity: str | None = None  # severity in production environments, when it differs
     stage: str = "rules"
     suppressible: bool = True  # False: an annotation cannot hide its findings
-
-    def severity_in(self, production: bool) -> str:
-        return self.production_severity if production and self.production_severity else self.severity
+    premise: str = ""  # what the rendered context must show for the rule to apply (one sentence; required)
+    consequence: str = ""  # a key of CONSEQUENCES: why the rule has its severity (required)
 
     def run(self, scope) -> list[Finding]:
         """The check's findings over one scope, each stamped with this rule's id."""
@@ -102,8 +118,17 @@ def _check_definition(rule: Rule) -> list[str]:
         problems.append("duplicate id")
     if rule.category not in CATEGORIES:
         problems.append(f"category {rule.category!r} is not one of the catalogue's ({', '.join(CATEGORIES)})")
-    if rule.severity not in SEVERITIES or rule.production_severity not in (None, *SEVERITIES):
+    if rule.severity not in SEVERITIES:
         problems.append(f"severity must be one of {', '.join(SEVERITIES)}")
+    if rule.consequence not in CONSEQUENCES:
+        problems.append(f"consequence {rule.consequence!r} is not one of the policy's ({', '.join(CONSEQUENCES)})")
+    elif CONSEQUENCES[rule.consequence][0] != rule.severity and rule.stage != "source":
+        problems.append(
+            f"severity {rule.severity} does not follow from consequence {rule.consequence!r} "
+            f"(the policy makes it {CONSEQUENCES[rule.consequence][0]})"
+        )
+    if not rule.premise.endswith(".") or "\n" in rule.premise:
+        problems.append("premise must be one line ending with a period: what the rendered context must show")
     if not rule.description or "\n" in rule.description or rule.description.endswith("."):
         problems.append("description must be one line without a final period")
     if not rule.remediation.endswith("."):
@@ -140,8 +165,9 @@ def category(name: str):
         remediation: str,
         docs: str,
         requires: tuple[str, ...] = (),
-        production_severity: str | None = None,
         suppressible: bool = True,
+        premise: str = "",
+        consequence: str = "",
     ):
         def decorate(check):
             register(
@@ -154,8 +180,9 @@ def category(name: str):
                     name,
                     check,
                     tuple(requires),
-                    production_severity,
                     suppressible=suppressible,
+                    premise=" ".join(premise.split()),
+                    consequence=consequence,
                 )
             )
             return check
@@ -166,11 +193,32 @@ def category(name: str):
 
 
 def stage_rule(
-    rule_id: str, severity: str, stage: str, *, category: str, description: str, remediation: str, docs: str
+    rule_id: str,
+    severity: str,
+    stage: str,
+    *,
+    category: str,
+    description: str,
+    remediation: str,
+    docs: str,
+    premise: str = "",
+    consequence: str = "",
 ) -> Rule:
     """A rule whose findings a pipeline stage makes (yamllint, the schema check, the runner)."""
     return register(
-        Rule(rule_id, severity, description, remediation, " ".join(docs.split()), category, None, (), None, stage)
+        Rule(
+            rule_id,
+            severity,
+            description,
+            remediation,
+            " ".join(docs.split()),
+            category,
+            None,
+            (),
+            stage,
+            premise=" ".join(premise.split()),
+            consequence=consequence,
+        )
     )
 
 
@@ -189,4 +237,6 @@ RULE_FAILED = stage_rule(
     "bug of validate.",
     docs="""A rule that stops on input it does not expect (usually an object the schema check already
     rejects) is not silently passed: the run fails with this finding, and the note names the rule.""",
+    premise="A rule's check raised on the rendered objects.",
+    consequence="unverified",
 )

@@ -26,6 +26,8 @@ import referencing
 
 from ..facts.eks import version_key
 from ..model import BUILTIN_GROUPS, Manifest
+from ..model.substitution import holds_variable
+from .eksctl_schema import as_eksctl_validates
 from .store import SCHEMA_DIR_VARIABLE, SchemaStore, default_cache_dir, local_name  # noqa: F401  (the schema folder's variable and the store, as callers know them)
 
 
@@ -35,6 +37,9 @@ class SchemaProblem:
     message: str
     missing: bool = False  # True when the kind has no schema at all
     path: tuple = ()  # where in the object, for locating the line
+    # The value holds a ${VARIABLE}: wrong as written, right or wrong once something substitutes it. The
+    # schema stage knows whether something will (validate/schemas.py).
+    pending: bool = False
 
 
 def close_objects(schema):
@@ -115,6 +120,16 @@ class SchemaChecker:
                 found[key] = (manifest.doc, json.dumps(manifest.doc, sort_keys=True, default=str))
         return SchemaChecker(self.store, found, (self._validators, self._results)) if found else self
 
+    def crd_for(self, manifest: Manifest) -> tuple[dict, str] | None:
+        """(the CRD that defines the object's kind, its fingerprint), the one its schema check uses: the pinned
+        CRD, else one rendered with it; None for a kind no CRD defines."""
+        key = f"{manifest.group}/{manifest.kind}"
+        if key in self.store.sources:
+            document = self.store.document(key)
+            is_crd = isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition"
+            return (document, self.store.sources[key]) if is_crd else None
+        return self._local_crds.get(key)
+
     def _crd_validator(self, key: str, version: str):
         local = self._local_crds.get(key)
         cache_key = (key, version, local[1] if local else "")
@@ -133,7 +148,8 @@ class SchemaChecker:
     def _eksctl_validator(self):
         key = ("eksctl.io/ClusterConfig", "")
         if key not in self._validators:
-            self._validators[key] = jsonschema.Draft7Validator(self.store.document("eksctl.io/ClusterConfig"))
+            schema = as_eksctl_validates(self.store.document("eksctl.io/ClusterConfig"))
+            self._validators[key] = jsonschema.Draft7Validator(schema)
         return self._validators[key]
 
     def check(self, manifest: Manifest, kubernetes_version: str) -> list[SchemaProblem]:
@@ -153,10 +169,10 @@ class SchemaChecker:
         found = self._results.get(cache_key)
         if found is None:
             found = self._results[cache_key] = tuple(self._check(checked, kubernetes_version))
-        return [SchemaProblem(manifest, message, missing, path) for message, missing, path in found]
+        return [SchemaProblem(manifest, *problem) for problem in found]
 
     def _check(self, manifest: Manifest, kubernetes_version: str):
-        """(message, missing, path) for each problem."""
+        """(message, missing, path[, pending]) for each problem."""
         key = f"{manifest.group}/{manifest.kind}"
         if manifest.group == "eksctl.io":
             return _errors(manifest.doc, self._eksctl_validator())
@@ -194,9 +210,14 @@ class SchemaChecker:
         return _errors(manifest.doc, validator)
 
 
+def _pending(error: jsonschema.ValidationError) -> bool:
+    """A value that still holds a ${VARIABLE}: its type or format is only known once something substitutes it."""
+    return isinstance(error.instance, str) and holds_variable(error.instance)
+
+
 def _errors(doc: dict, validator) -> list[tuple]:
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [(f"{_path(e)}: {_message(e)}", False, tuple(e.absolute_path)) for e in errors]
+    return [(f"{_path(e)}: {_message(e)}", False, tuple(e.absolute_path), _pending(e)) for e in errors]
 
 
 def _listed(values) -> str:

@@ -44,15 +44,33 @@ def _platform(root: Path) -> dict:
         return {}
 
 
-def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress) -> Scope:
+def _is_kubernetes_file(objects: list[Manifest]) -> bool:
+    """False for a YAML file none of whose documents has an apiVersion or a kind: Helm values, a docker-compose
+    file, a CI spec found in a folder, which nothing sends to the API server. One document with either makes it a
+    manifest file, and a document of it lacking the other is then a schema finding."""
+    return any(m.api_version or m.kind for m in objects)
+
+
+def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress) -> tuple[Scope, list[str]]:
     with ThreadPoolExecutor(max_workers=render.RENDER_WORKERS) as pool:
         built = list(
             pool.map(lambda folder: parse_stream(helper.build(folder), relative(folder, plan.root)), plan.builds)
         )
     objects = [m for group in built for m in group]
+    others = []
     for file in plan.files:
+        found = read_file(file, plan.root)
+        if found and not _is_kubernetes_file(found):
+            others.append(relative(file, plan.root))
+            continue
         # Local configuration (an environment's settings) is kustomize's input, never applied.
-        objects.extend(m for m in read_file(file, plan.root) if not m.local_config)
+        objects.extend(m for m in found if not m.local_config)
+    notes = []
+    if others:
+        notes.append(
+            f"inputs: {len(others)} YAML file{'s' if len(others) != 1 else ''} with no apiVersion or kind in any "
+            f"document, so not Kubernetes manifests, not checked: {', '.join(sorted(others))}"
+        )
     objects = [m for m in objects if m.group != KUSTOMIZE_CONFIG_GROUP]
     configs = [m for m in objects if m.group_kind == CLUSTER_CONFIG]
     objects = [m for m in objects if m.group_kind != CLUSTER_CONFIG]
@@ -68,7 +86,7 @@ def _read_inputs(plan: Plan, override: Manifest | None, settings: dict, progress
     progress(f"read {len(objects)} objects from {len(plan.builds)} kustomizations and {len(plan.files)} files")
     if not objects and scope.cluster_config is None:
         raise InputError("nothing to validate: the inputs hold no Kubernetes objects")
-    return scope
+    return scope, notes
 
 
 def load(
@@ -98,8 +116,8 @@ def load(
             for e in environments
         ]
     else:
-        scopes = [_read_inputs(plan, override, settings, progress)]
-        notes = [[]]
+        scope, scope_notes = _read_inputs(plan, override, settings, progress)
+        scopes, notes = [scope], [scope_notes]
     for scope, scope_notes in zip(scopes, notes, strict=True):
         scope.kubernetes_version, origin = kubernetes_version_of(scope.cluster_config, kubernetes_version)
         if origin != "the ClusterConfig":

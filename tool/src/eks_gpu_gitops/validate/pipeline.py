@@ -15,7 +15,7 @@ from ..render import repository as render
 from ..render.locate import Locator
 from ..rules.registry import Finding
 from ..schemas.store import SchemaStore
-from . import runner
+from . import config, runner
 from .lint import Background
 from .load import load
 from .plan import plan
@@ -32,6 +32,7 @@ class Options:
     cluster_config: Path | None = None
     schema_dir: Path | None = None
     kubernetes_version: str | None = None
+    config: Path | None = None  # --config FILE; None: the one found as config.find says, if any
 
 
 def evaluate(
@@ -81,6 +82,10 @@ def check_parts(
 
 def validate(options: Options, progress=lambda line: None) -> runner.Result:
     chosen = plan(options.paths, options.envs)
+    # Read (or refused) before anything is rendered; applied to the settled result, after the results cache.
+    configuration = config.configured(options.config, chosen.root)
+    if configuration is not None:
+        chosen = configuration.narrow(chosen)
     sources = list(chosen.sources)
     if options.cluster_config is not None and options.cluster_config.is_file():
         sources.append(options.cluster_config)
@@ -130,4 +135,4 @@ def validate(options: Options, progress=lambda line: None) -> runner.Result:
         parts = [kept.get(env) or fresh[env] for env in names]
     result = merge(parts, _settled_lint(lint_findings, locator))
     runner.sort(result)
-    return result
+    return configuration.apply(result) if configuration is not None else result

@@ -1,4 +1,4 @@
-"""Output formats of a validate result: a table from format name to function (text, json, github)."""
+"""Output formats of a validate result: a table from format name to function (text, json, github, sarif)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from itertools import groupby
 from ..core.credentials import mask_text
 from ..core.escaping import command_data, command_property, neutralise_commands
 from .runner import Reported, Result
+from .sarif import sarif
 
 
 def mask_reported(finding: Reported) -> Reported:
@@ -124,4 +125,5 @@ FORMATS = {
     "text": lambda result: text(_masked(result)),
     "json": lambda result: as_json(_masked(result)),
     "github": lambda result: github(_masked(result)),
+    "sarif": lambda result: sarif(_masked(result)),
 }

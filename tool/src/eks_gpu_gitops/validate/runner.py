@@ -98,7 +98,7 @@ def settle(scope: Scope, findings: list[Finding], locator: Locator, result: Resu
             file, line = finding.file, finding.line
         reported = Reported(
             rule=rule.id,
-            severity=finding.severity or rule.severity_in(scope.production),
+            severity=finding.severity or rule.severity,
             env=scope.env if manifest is not None else "",
             file=file,
             line=line,
