@@ -21,12 +21,11 @@ environment too) and ignores paths; the report's notes say what it changed.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..core.files import write_atomically
 from ..facts.eks import version_key
 from ..rules import docs
 from ..schemas.store import SCHEMA_DIR_VARIABLE
@@ -130,22 +129,11 @@ def _report(result, args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    """`text` into `path` through a file of its own beside it: a reader (the upload to code scanning) sees the
-    whole report or none, and an interrupt or a full disk leaves nothing behind."""
+    """The SARIF report, whole or not at all (core/files.write_atomically): the upload sees the whole report or none."""
     try:
-        descriptor, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        write_atomically(path, text.encode(), mode=0o644)
     except OSError as error:
         raise InputError(f"{path}: cannot write: {error.strerror}") from None
-    try:
-        with os.fdopen(descriptor, "w") as out:
-            out.write(text)
-        os.chmod(staged, 0o644)
-        os.replace(staged, path)
-    except BaseException as error:  # OSError, or Ctrl-C / SIGTERM (cli turns them into KeyboardInterrupt)
-        Path(staged).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise InputError(f"{path}: cannot write: {error.strerror}") from None
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:

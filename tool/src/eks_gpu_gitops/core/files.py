@@ -1,11 +1,12 @@
 """Reading a file a pull request (or whoever can write a cache folder) may have made into something else: a FIFO
-that never ends, a link to /dev/zero, a file of gigabytes."""
+that never ends, a link to /dev/zero, a file of gigabytes; and writing a file whole or not at all."""
 
 from __future__ import annotations
 
 import errno
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 # Larger than any manifest, kustomization or cached render of one build.
@@ -68,3 +69,19 @@ def read_regular(path: Path, limit: int = LIMIT) -> bytes | None:
         return read_bounded(path, limit)
     except Unreadable:
         return None
+
+
+def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Put `data` at `path` through a temporary file of its own in the same folder: a reader (another run filling
+    the same cache, the upload of a report) sees all of the file or none, and an interrupt or a full disk leaves
+    nothing behind. Raises OSError."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:  # OSError, or Ctrl-C / SIGTERM (the CLI turns them into KeyboardInterrupt)
+        Path(temporary).unlink(missing_ok=True)
+        raise

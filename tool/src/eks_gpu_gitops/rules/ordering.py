@@ -334,6 +334,31 @@ def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> b
     return _key(provider.top.manifest) in reachable or (provider.key is not None and provider.key in reachable)
 
 
+def _unordered_custom_resources(scope: Scope):
+    """(graph, Kustomization, custom resource, the providers of its CRD) for each custom resource whose
+    Kustomization is not ordered after any Kustomization that installs its CRD."""
+    graph = Graph(scope)
+    found = providers(scope, graph)
+    for kustomization in scope.kustomizations:
+        for manifest in kustomization.objects:
+            candidates = found.get(f"{manifest.group}/{manifest.kind}")
+            if not candidates or not is_custom_resource(manifest):
+                continue
+            if not any(_ordered(graph, kustomization, p) for p in candidates):
+                yield graph, kustomization, manifest, candidates
+
+
+def _deadlocked(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:
+    """Whether the Kustomization that installs the CRD waits (through dependsOn) for the one that applies the
+    resource, and not the other way round."""
+    if _ordered(graph, consumer, provider) or provider.top is consumer:
+        return False
+    waits = graph.reachable(_key(provider.top.manifest))
+    if provider.key is not None:
+        waits |= graph.reachable(provider.key)
+    return _key(consumer.manifest) in waits
+
+
 @rule(
     "custom-resource-before-crd",
     "warning",
@@ -352,38 +377,21 @@ def _ordered(graph: Graph, consumer: FluxKustomization, provider: Provider) -> b
       Kustomization that depends on the resource's is crd-dependency-deadlock's.""",
 )
 def custom_resource_before_crd(scope: Scope):
-    graph = Graph(scope)
-    found = providers(scope, graph)
-    for kustomization in scope.kustomizations:
-        for manifest in kustomization.objects:
-            candidates = found.get(f"{manifest.group}/{manifest.kind}")
-            if not candidates or not is_custom_resource(manifest):
-                continue
-            if any(_ordered(graph, kustomization, p) or _deadlocked(graph, kustomization, p) for p in candidates):
-                continue
-            beside = [p for p in candidates if p.top is kustomization and p.via is not None]
-            if beside:
-                message = (
-                    f"Kustomization {kustomization.name} applies it next to {beside[0].via.kind} "
-                    f"{beside[0].via.name}, which installs its CRD on its own schedule"
-                )
-            else:
-                message = (
-                    f"Kustomization {kustomization.name} applies it but does not depend on "
-                    f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD"
-                )
-            yield Finding(manifest, message, ("apiVersion",))
-
-
-def _deadlocked(graph: Graph, consumer: FluxKustomization, provider: Provider) -> bool:
-    """Whether the Kustomization that installs the CRD waits (through dependsOn) for the one that applies the
-    resource, and not the other way round."""
-    if _ordered(graph, consumer, provider) or provider.top is consumer:
-        return False
-    waits = graph.reachable(_key(provider.top.manifest))
-    if provider.key is not None:
-        waits |= graph.reachable(provider.key)
-    return _key(consumer.manifest) in waits
+    for graph, kustomization, manifest, candidates in _unordered_custom_resources(scope):
+        if any(_deadlocked(graph, kustomization, p) for p in candidates):
+            continue
+        beside = [p for p in candidates if p.top is kustomization and p.via is not None]
+        if beside:
+            message = (
+                f"Kustomization {kustomization.name} applies it next to {beside[0].via.kind} "
+                f"{beside[0].via.name}, which installs its CRD on its own schedule"
+            )
+        else:
+            message = (
+                f"Kustomization {kustomization.name} applies it but does not depend on "
+                f"{' or '.join(p.describe() for p in candidates)}, which installs its CRD"
+            )
+        yield Finding(manifest, message, ("apiVersion",))
 
 
 @rule(
@@ -401,23 +409,15 @@ def _deadlocked(graph: Graph, consumer: FluxKustomization, provider: Provider) -
       CRD's Kustomization waits for it, so neither is ever applied, on every fresh cluster.""",
 )
 def crd_dependency_deadlock(scope: Scope):
-    graph = Graph(scope)
-    found = providers(scope, graph)
-    for kustomization in scope.kustomizations:
-        for manifest in kustomization.objects:
-            candidates = found.get(f"{manifest.group}/{manifest.kind}")
-            if not candidates or not is_custom_resource(manifest):
-                continue
-            if any(_ordered(graph, kustomization, p) for p in candidates):
-                continue
-            stuck = [p for p in candidates if _deadlocked(graph, kustomization, p)]
-            if stuck:
-                yield Finding(
-                    manifest,
-                    f"{stuck[0].describe()} installs its CRD but depends on Kustomization {kustomization.name}, "
-                    "which cannot apply it before the CRD exists",
-                    ("apiVersion",),
-                )
+    for graph, kustomization, manifest, candidates in _unordered_custom_resources(scope):
+        stuck = [p for p in candidates if _deadlocked(graph, kustomization, p)]
+        if stuck:
+            yield Finding(
+                manifest,
+                f"{stuck[0].describe()} installs its CRD but depends on Kustomization {kustomization.name}, "
+                "which cannot apply it before the CRD exists",
+                ("apiVersion",),
+            )
 
 
 @rule(

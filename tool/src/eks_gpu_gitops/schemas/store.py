@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import urllib.error
 import urllib.request
-from contextlib import suppress
 from pathlib import Path
 
 import yaml
 
 from ..core import yaml_limits
 from ..core.errors import InputError
+from ..core.files import write_atomically
 
 SCHEMA_DIR_VARIABLE = "GITOPS_SCHEMA_DIR"
 CACHE_VARIABLE = "GITOPS_CACHE_DIR"
@@ -51,25 +50,6 @@ def default_cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gitops-tools"
     )
     return Path(base) / "schemas"
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Put `data` at `path` through a temporary file of its own in the same folder: runs that fill an
-    empty cache at the same time never share a partial file, and a reader sees all of a file or none."""
-    try:
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    except OSError as error:
-        raise InputError(f"{path.parent}: cannot write to the schema cache: {error.strerror}") from None
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):
-            raise InputError(f"{path}: cannot write to the schema cache: {error.strerror}") from None
-        raise
 
 
 class SchemaStore:
@@ -117,7 +97,10 @@ class SchemaStore:
                     f"cannot download schema {url}: {reason}; "
                     f"give a local copy with --schema-dir or {SCHEMA_DIR_VARIABLE}"
                 ) from None
-            _write_atomically(path, data)
+            try:
+                write_atomically(path, data)
+            except OSError as error:
+                raise InputError(f"{path}: cannot write to the schema cache: {error.strerror}") from None
         return path
 
     @staticmethod
