@@ -61,7 +61,7 @@ def _errors(findings: list[dict]) -> set[str]:
 # will fail). The test holds each such rule to exactly a warning there, so a change either way shows.
 SEVERITY_DISAGREEMENTS = {
     ("bad-mpijob-launcher-gpu", "launcher-requests-gpu"): (
-        "mpi-operator v0.8.0 blanks NVIDIA_VISIBLE_DEVICES on the launcher's container "
+        "mpi-operator v0.8.2 blanks NVIDIA_VISIBLE_DEVICES on the launcher's container "
         "(pkg/controller/mpi_job_controller.go): the job runs and the GPU is billed idle, a cost; where the "
         "launcher's GPU keeps a worker off its node, gpu-capacity-exceeded is the error"
     ),

@@ -106,7 +106,7 @@ class PodTemplate:
     @property
     def pod_labels(self) -> list[dict[str, str]]:
         """The label sets of the pods it makes: the template's labels, and for an MPIJob's pods also those the
-        operator sets, one set per worker (kubeflow/mpi-operator v0.8.0, pkg/controller/mpi_job_controller.go
+        operator sets, one set per worker (kubeflow/mpi-operator v0.8.2, pkg/controller/mpi_job_controller.go
         defaultLabels, newWorker, newLauncher; keys in pkg/apis/kubeflow/v2beta1/constants.go)."""
         own = {str(k): str(v) for k, v in mapping(self.owner.doc, *self.path[:-1], "metadata", "labels").items()}
         if (self.owner.group, self.owner.kind) != MPIJOB:

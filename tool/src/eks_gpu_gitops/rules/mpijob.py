@@ -77,7 +77,7 @@ class _Layout:
 _OPEN_MPI = ("mpirun", "mpiexec", "orterun", "prterun")
 _PER_NODE = ("-N", "--N", "-npernode", "--npernode")
 # Options that make mpirun read hosts and slots from elsewhere than the operator's hostfile
-# (/etc/mpi/hostfile, kubeflow/mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go).
+# (/etc/mpi/hostfile, kubeflow/mpi-operator v0.8.2 pkg/controller/mpi_job_controller.go).
 _HOSTS = (
     "-H",
     "-host",
@@ -187,7 +187,7 @@ def exported_variables_of_launcher(job) -> dict[str, str | None]:
     remediation="Remove nvidia.com/gpu from the Launcher's resources; only Worker pods need GPUs.",
     docs="""Unless `runLauncherAsWorker` is true, the launcher only starts the ranks on the workers (over ssh)
       and waits. The MPI operator even sets `NVIDIA_VISIBLE_DEVICES` and `NVIDIA_DRIVER_CAPABILITIES` to empty
-      on its first container (kubeflow/mpi-operator v0.8.0, `pkg/controller/mpi_job_controller.go`,
+      on its first container (kubeflow/mpi-operator v0.8.2, `pkg/controller/mpi_job_controller.go`,
       `nvidiaDisableEnvVars`), so it cannot see them. The job runs, but the GPUs are billed idle, and on
       8-GPU nodes a launcher GPU can take a whole node a worker needed: `gpu-capacity-exceeded` reports the
       job that then cannot start.""",
@@ -315,7 +315,7 @@ def mpirun_np_mismatch(scope: Scope):
     remediation="Shorten the MPIJob name so <name>-worker-<replicas-1> is at most 63 characters of "
     "lower-case letters, digits and dashes, starting with a letter.",
     docs="""Workers are reached by their host names, `<name>-worker-<index>`, which must be DNS-1035 labels.
-      The API server accepts the MPIJob, but the operator's validation (kubeflow/mpi-operator v0.8.0,
+      The API server accepts the MPIJob, but the operator's validation (kubeflow/mpi-operator v0.8.2,
       `pkg/apis/kubeflow/validation/validation.go`) refuses a job whose last worker name is not one: it
       records a ValidationError event and creates no pod.""",
     premise="An MPIJob of kubeflow.org/v2beta1 is among the objects.",
@@ -337,7 +337,7 @@ def mpijob_name_invalid(scope: Scope):
     description="The MPIJob's replica specs break the MPI operator's validation",
     remediation="Give exactly one Launcher with replicas 1, a Worker with replicas of at least 1 (or no Worker), "
     "and restartPolicy Never or OnFailure on each.",
-    docs="""The operator's validation (kubeflow/mpi-operator v0.8.0, `pkg/apis/kubeflow/validation/
+    docs="""The operator's validation (kubeflow/mpi-operator v0.8.2, `pkg/apis/kubeflow/validation/
       validation.go`, after the defaults of `pkg/apis/kubeflow/v2beta1/default.go`) requires a Launcher with
       exactly one replica, Worker replicas of at least 1 (a Worker without `replicas` is defaulted to 0 and
       refused), and a replica-level `restartPolicy` of `Never` or `OnFailure`. The API server accepts the
