@@ -17,7 +17,6 @@ import pytest
 
 from conftest import SCHEMA_DIR, TEMPLATE, TEMPLATE_COPY, TOOLS_CACHE, git
 from eks_gpu_gitops import __version__
-from eks_gpu_gitops.generate.yaml_edit import edit
 
 COOKIECUTTER = Path(sys.executable).parent / "cookiecutter"
 WHEEL = f"eks_gpu_gitops-{__version__}-"
@@ -116,32 +115,10 @@ def test_its_own_make_test_passes(project, dist, wheelhouse):
     assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout[-2000:]
 
 
-def scale_workers(project: Path, env: str, workers: int) -> None:
-    """The scaling pull request docs/ci.md describes, by hand (with the tool's own round-trip YAML editor, so
-    that only the figures change): workers, the group's maximum, -np, and the queue's GPU flavor quota for what
-    the larger group holds (every figure grows in proportion)."""
-
-    def change(settings: dict) -> None:
-        before = settings["training"]["workers"]
-        settings["training"]["workers"] = workers
-        settings["gpuNodeGroup"]["maxSize"] = workers
-        command = settings["training"]["launcherCommand"]
-        command[command.index("-np") + 1] = str(workers * settings["training"]["slotsPerWorker"])
-        [gpu] = [f for f in settings["queue"]["resourceGroups"][0]["flavors"] if f["name"] == "gpu"]
-        for resource in gpu["resources"]:
-            quota = resource["nominalQuota"]
-            if isinstance(quota, int):
-                resource["nominalQuota"] = quota * workers // before
-            else:
-                resource["nominalQuota"] = f"{int(quota.removesuffix('Gi')) * workers // before}Gi"
-
-    edit(project / "overlays" / env / "settings.yaml", change)
-
-
 def test_the_pull_requests_its_readme_describes_keep_its_make_test_passing(project, dist, wheelhouse, tmp_path):
     work = copy(project, tmp_path)
     env = offline(dist, wheelhouse)
-    scale_workers(work, "prod", 3)
+    run(work, "scripts/scale", "prod", "--nodes", "3", env=env)  # the scaling pull request docs/ci.md describes
     run(work, "scripts/new-environment", "staging", "--instance-type", "g6.12xlarge", "--nodes", "2", env=env)
     run(work, "scripts/new-job", "resnet", "--env", "prod", "--workers", "2", env=env)
     git(work, "add", "-A")

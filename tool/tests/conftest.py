@@ -107,10 +107,8 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    """A copy of this repository in git, committed as generated, for tools that write to it."""
-    root = tmp_path / "repo"
+def copy_repository(root: Path) -> Path:
+    """The baked repository's committed files, copied into the new folder `root`."""
     root.mkdir()
     for name in COMMITTED:
         source = REPO / name
@@ -118,6 +116,13 @@ def repo(tmp_path) -> Path:
             shutil.copytree(source, root / name, ignore=NOT_COMMITTED)
         elif source.is_file():
             shutil.copy2(source, root / name)
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    """A copy of this repository in git, committed as generated, for tools that write to it."""
+    root = copy_repository(tmp_path / "repo")
     git(root, "init", "--quiet", "--initial-branch=main")
     git(root, "add", "-A")
     git(root, "commit", "--quiet", "-m", "as generated")

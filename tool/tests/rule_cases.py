@@ -2725,3 +2725,75 @@ def only_jobs_are_not_pruned(world):
     world.kustomization("training")["spec"]["prune"] = False
     world.move("Namespace", "infrastructure")
     world.move("PersistentVolumeClaim", "infrastructure")
+
+
+# --- node health: node auto repair and the EKS node monitoring agent ---
+
+MONITORING_AGENT = "eks-node-monitoring-agent"
+
+
+def _without_monitoring_agent(world) -> None:
+    world.cluster["addons"] = [a for a in world.cluster["addons"] if a["name"] != MONITORING_AGENT]
+
+
+def _monitoring_agent(world) -> dict:
+    return next(a for a in world.cluster["addons"] if a["name"] == MONITORING_AGENT)
+
+
+@case("node-repair-without-monitoring-agent", FAIL, (CLUSTER, "managedNodeGroups.1.nodeRepairConfig.enabled"))
+def repair_on_and_no_agent(world):
+    _without_monitoring_agent(world)
+
+
+@case("node-repair-without-monitoring-agent", PASS)
+def repair_on_and_the_agent_from_its_chart(world):
+    _without_monitoring_agent(world)
+    world.add("infrastructure", _helm_release(MONITORING_AGENT, MONITORING_AGENT))
+
+
+@case("node-repair-without-monitoring-agent", PASS)
+def repair_off_and_no_agent(world):
+    _without_monitoring_agent(world)
+    world.gpu_group["nodeRepairConfig"]["enabled"] = False
+
+
+@case("node-repair-without-monitoring-agent", PASS)
+def repair_on_in_a_folder_of_manifests(world):
+    """Only part of the environment is visible: the agent may come from elsewhere."""
+    _without_monitoring_agent(world)
+    world.complete = world.flux = False
+
+
+@case("node-repair-without-monitoring-agent", PASS)
+def repair_on_under_auto_mode(world):
+    _without_monitoring_agent(world)
+    world.cluster["autoModeConfig"] = {"enabled": True}
+
+
+@case("node-monitoring-gpu-taint-not-tolerated", FAIL, (CLUSTER, "addons.4"))
+def monitoring_agent_with_its_chart_defaults(world):
+    del _monitoring_agent(world)["configurationValues"]
+
+
+@case("node-monitoring-gpu-taint-not-tolerated", FAIL, (CLUSTER, "addons.4.configurationValues"))
+def monitoring_agent_tolerating_another_key_in_yaml(world):
+    _monitoring_agent(world)["configurationValues"] = (
+        "dcgmAgent:\n  tolerations:\n    - {key: aws.amazon.com/efa, operator: Exists, effect: NoSchedule}\n"
+    )
+
+
+@case("node-monitoring-gpu-taint-not-tolerated", PASS)
+def monitoring_agent_tolerating_everything_in_yaml(world):
+    _monitoring_agent(world)["configurationValues"] = "dcgmAgent:\n  tolerations:\n    - operator: Exists\n"
+
+
+@case("node-monitoring-gpu-taint-not-tolerated", PASS)
+def monitoring_agent_with_unreadable_configuration(world):
+    """eksctl refuses it (addon.go Validate); nothing is said about tolerations it cannot read."""
+    _monitoring_agent(world)["configurationValues"] = "[not: a mapping"
+
+
+@case("node-monitoring-gpu-taint-not-tolerated", PASS)
+def monitoring_agent_on_an_untainted_gpu_group(world):
+    del world.gpu_group["taints"]
+    del _monitoring_agent(world)["configurationValues"]

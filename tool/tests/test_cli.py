@@ -20,7 +20,7 @@ from eks_gpu_gitops import __version__
 from eks_gpu_gitops.cli import conventions as cli
 from eks_gpu_gitops.render.helper import HELPER
 
-VERBS = ("render", "validate", "diff", "new-environment", "new-job", "status", "simulate")
+VERBS = ("render", "validate", "diff", "new-environment", "new-job", "scale", "status", "simulate")
 
 
 def environment(**extra: str) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -424,7 +425,11 @@ def test_new_job_data_format_is_for_training_jobs_only(repo):
 def test_new_job_nccl_tests_runs_all_reduce_on_every_gpu_node_over_efa(repo, tmp_path):
     result = tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests")
     assert result.returncode == 0, result.stderr
-    assert errors_in(repo, "prod") == []
+    assert result.stdout.splitlines()[-1].startswith(
+        "the job fails below 60 GB/s all_reduce busbw at 1073741824 B on p4d.24xlarge (p4de.24xlarge's, "
+    )
+    validated = tool(repo, "validate", "--env", "prod", "--format", "json")
+    assert [f["rule"] for f in json.loads(validated.stdout)["findings"]] == []  # no error, no warning
     jobs = rendered_mpijobs(repo, "prod", tmp_path / "rendered")
     job = jobs["fabric"]
     workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
@@ -435,9 +440,28 @@ def test_new_job_nccl_tests_runs_all_reduce_on_every_gpu_node_over_efa(repo, tmp
     model = jobs["horovod-train"]["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     efa = workers["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
     assert efa == model["resources"]["limits"]["vpc.amazonaws.com/efa"] > 0
-    assert container["args"][0] == "/opt/nccl-tests/build/all_reduce_perf"
-    command = container["command"]
+    # bash -o pipefail -c "mpirun ... all_reduce_perf ... | python -m horovod_trainer.fabric_check ...": the job
+    # fails when the fabric check does (tests/test_fabric_check_job.py runs it).
+    assert container["command"][:4] == ["bash", "-o", "pipefail", "-c"] and "args" not in container
+    # One run; its failed launcher pod stays, with the log and the verdict.
+    assert job["spec"]["mpiReplicaSpecs"]["Launcher"]["restartPolicy"] == "Never"
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 0
+    assert jobs["horovod-train"]["spec"]["runPolicy"]["backoffLimit"] > 0
+    words = shlex.split(container["command"][4])
+    command, check = words[: words.index("|")], words[words.index("|") + 1 :]
     assert command[command.index("-np") + 1] == "16"
+    assert command[command.index("/opt/nccl-tests/build/all_reduce_perf") + 1 :][:2] == ["-b", "8"]
+    assert check == [
+        "python",
+        "-m",
+        "horovod_trainer.fabric_check",
+        "--size",
+        "1073741824",
+        "--floor",
+        "60",
+        "--instance-type",
+        "p4d.24xlarge",
+    ]
     exported = [command[i + 1] for i, word in enumerate(command) if word == "-x"]
     assert {"FI_PROVIDER=efa", "NCCL_NET=Libfabric", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"} <= set(exported)
     assert {e["name"]: e["value"] for e in container["env"]} == {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
@@ -454,6 +478,53 @@ def test_new_job_nccl_tests_takes_no_trainer_flags(repo):
     assert line == "--mixed-precision does not apply to --kind nccl-tests (it takes no trainer flags)"
     line = refused(tool(repo, "new-job", "x", "--env", "prod"))
     assert line == "--workers is required for --kind train"
+    assert status(repo) == ""
+
+
+def launcher_script(repo: Path, name: str) -> list[str]:
+    """The words of the bash script an nccl-tests job's launcher runs, as new-job wrote it."""
+    job = yaml.safe_load((repo / f"overlays/prod/training/mpijob-{name}.yaml").read_text())
+    [launcher] = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    return shlex.split(launcher["command"][-1])
+
+
+def test_new_job_nccl_tests_floor_overrides_the_published_one(repo):
+    result = tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests", "--floor", "72.5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "the job fails below 72.5 GB/s all_reduce busbw at 1073741824 B on p4d.24xlarge (set by --floor)"
+    )
+    words = launcher_script(repo, "fabric")
+    assert words[words.index("--floor") + 1] == "72.5"
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--workers", "1"], "one worker: the run does not cross the EFA fabric"),
+        (["--gpus-per-worker", "4"], "its workers are not whole nodes on EFA, which the published figures are"),
+    ],
+)
+def test_new_job_nccl_tests_off_the_fabric_has_no_floor(repo, args, why):
+    result = tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests", *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        f"the job reports all_reduce busbw at 1073741824 B without a floor ({why}); --floor GBPS sets one"
+    )
+    words = launcher_script(repo, "fabric")
+    assert "--floor" not in words and words[-4:] == ["--size", "1073741824", "--instance-type", "p4d.24xlarge"]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "fast", "nan", "inf", "60\nx"])
+def test_new_job_floor_must_be_a_positive_number(repo, value):
+    line = refused(tool(repo, "new-job", "fabric", "--env", "prod", "--kind", "nccl-tests", "--floor", value))
+    assert line == f"--floor: {value!r} is not a positive number of GB/s"
+    assert status(repo) == ""
+
+
+def test_new_job_floor_is_for_nccl_tests_only(repo):
+    line = refused(tool(repo, "new-job", "x", "--env", "prod", "--workers", "1", "--floor", "50"))
+    assert line == "--floor applies to --kind nccl-tests only (the fabric check's pass mark), not train"
     assert status(repo) == ""
 
 

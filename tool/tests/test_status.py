@@ -13,6 +13,7 @@ from conftest import REPO, SCHEMA_DIR, install_crds
 from eks_gpu_gitops.cli import status as status_command
 from eks_gpu_gitops.live import status
 from eks_gpu_gitops.live.cluster import connect
+from eks_gpu_gitops.model.node_health import AGENT_CONDITIONS
 from eks_gpu_gitops.render.repository import render_repository
 
 NOW = "2026-01-01T00:00:00Z"
@@ -106,6 +107,172 @@ def test_a_group_at_zero_nodes_with_min_size_2_fails(api):
     assert check.status == "fail"
     assert check.message == "0 nodes labelled alpha.eksctl.io/nodegroup-name=system-x, minSize 2"
     assert "--include=system-x" in check.fix
+
+
+# --- GPU node health (the EKS node monitoring agent's conditions) -------------------------------------------
+
+# The agent's own True reasons and a fatal reason and message (aws/eks-node-monitoring-agent v1.7.0,
+# cmd/eks-node-monitoring-agent/main.go; monitors/nvidia/dcgm/dcgm_policies.go handleXidFinding).
+HEALTHY = {
+    "AcceleratedHardwareReady": ("NvidiaGPUIsReady", "Monitoring for the Nvidia GPU system is active"),
+    "ContainerRuntimeReady": ("ContainerRuntimeIsReady", "Monitoring for the ContainerRuntime system is active"),
+    "KernelReady": ("KernelIsReady", "Monitoring for the Kernel system is active"),
+    "NetworkingReady": ("NetworkingIsReady", "Monitoring for the Networking system is active"),
+    "StorageReady": ("DiskIsReady", "Monitoring for the Disk system is active"),
+}
+XID_79 = ("NvidiaXID79Error", "detected XID-79 on the instance, review kernel logs for additional information.")
+
+
+def agent_condition(state: str, reason: str, message: str, kind: str = "AcceleratedHardwareReady") -> dict:
+    return {"type": kind, "status": state, "reason": reason, "message": message, "lastHeartbeatTime": NOW}
+
+
+def add_gpu_node(api, name: str, group_name: str, agent: dict | None = None, instance_id: str = "i-0123456789abcdef0"):
+    """A p4d node of a node group, with the agent's conditions `agent` ({type: (status, reason, message)})."""
+    api.core.create_node(
+        {
+            "metadata": {"name": name, "labels": {"alpha.eksctl.io/nodegroup-name": group_name}},
+            "spec": {"providerID": f"aws:///us-west-2a/{instance_id}"},
+        }
+    )
+    conditions = [{"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": NOW}]
+    conditions += [agent_condition(*state, kind=kind) for kind, state in (agent or {}).items()]
+    capacity = {"cpu": "96", "memory": "1152Gi", "pods": "110", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}
+    api.core.patch_node_status(
+        name, {"status": {"allocatable": capacity, "capacity": capacity, "conditions": conditions}}
+    )
+
+
+def healthy_agent(**failing) -> dict:
+    agent = {kind: ("True", *HEALTHY[kind]) for kind in AGENT_CONDITIONS}
+    agent.update({kind: ("False", *reason_message) for kind, reason_message in failing.items()})
+    return agent
+
+
+def gpu_group(name: str, repair: dict | None = None) -> dict:
+    found = {**group(name, "p4d.24xlarge", 0, efa=True)}
+    if repair is not None:
+        found["nodeRepairConfig"] = repair
+    return found
+
+
+def test_a_gpu_node_whose_accelerated_hardware_is_not_ready_fails_and_says_repair_is_off(api):
+    add_gpu_node(api, "hw-off-1", "hw-off", healthy_agent(AcceleratedHardwareReady=XID_79), "i-0aaaaaaaaaaaaaaa1")
+    add_gpu_node(api, "hw-off-2", "hw-off", healthy_agent())
+
+    checks = status.check_node_health(gpu_group("hw-off"), api.core.list_node().items)
+
+    assert [(c.check, c.status) for c in checks] == [("node-health hw-off", "fail"), ("node-health hw-off", "ok")]
+    failed = checks[0]
+    assert failed.message == (
+        "hw-off-1 AcceleratedHardwareReady False: NvidiaXID79Error: "
+        "detected XID-79 on the instance, review kernel logs for additional information."
+    )
+    assert failed.fix.startswith("kubectl cordon hw-off-1, then kubectl drain hw-off-1 ")
+    assert "repair is off for node group hw-off" in failed.fix
+    assert "aws ec2 terminate-instances --instance-ids i-0aaaaaaaaaaaaaaa1" in failed.fix
+    assert "auto repair" not in failed.fix
+    assert checks[1].message.startswith("1 node(s) healthy")
+
+
+def test_a_failing_gpu_node_in_a_group_with_repair_on_says_auto_repair_replaces_it_in_10_minutes(api):
+    add_gpu_node(api, "hw-on-1", "hw-on", healthy_agent(AcceleratedHardwareReady=XID_79))
+
+    [check] = status.check_node_health(gpu_group("hw-on", {"enabled": True}), api.core.list_node().items)
+
+    assert (check.status, check.check) == ("fail", "node-health hw-on")
+    assert check.message.startswith("hw-on-1 AcceleratedHardwareReady False: NvidiaXID79Error: ")
+    assert check.fix.startswith("kubectl cordon hw-on-1")
+    assert check.fix.endswith(
+        "EKS node auto repair (on for hw-on) will reboot or replace it when it has been False for 10 minutes"
+    )
+    assert "repair is off" not in check.fix and "terminate-instances" not in check.fix
+
+
+def test_repair_turned_off_explicitly_and_an_override_for_the_reason_are_each_reported(api):
+    failing = {"NetworkingReady": ("False", "InterfaceNotUp", "interface eth1 is down")}
+    add_gpu_node(api, "net-1", "net", {**healthy_agent(), **failing})
+    override = {
+        "nodeMonitoringCondition": "NetworkingReady",
+        "nodeUnhealthyReason": "InterfaceNotUp",
+        "minRepairWaitTimeMins": 5,
+        "repairAction": "Replace",
+    }
+    nodes = api.core.list_node().items
+
+    [off] = status.check_node_health(gpu_group("net", {"enabled": False}), nodes)
+    [overridden] = status.check_node_health(
+        gpu_group("net", {"enabled": True, "nodeRepairConfigOverrides": [override]}), nodes
+    )
+
+    assert off.message == "net-1 NetworkingReady False: InterfaceNotUp: interface eth1 is down"
+    assert "repair is off for node group net" in off.fix
+    assert overridden.fix.endswith(
+        "EKS node auto repair (on for net) will Replace it 5 minutes after the agent detected it "
+        "(nodeRepairConfigOverrides)"
+    )
+
+
+def test_two_failing_conditions_on_one_node_fail_once_each(api):
+    add_gpu_node(
+        api,
+        "two-1",
+        "two",
+        healthy_agent(AcceleratedHardwareReady=XID_79, KernelReady=("KernelBug", "kernel BUG at mm/slub.c")),
+    )
+
+    checks = status.check_node_health(gpu_group("two"), api.core.list_node().items)
+
+    assert [c.status for c in checks] == ["fail", "fail"]
+    assert [c.message.split(": ")[0] for c in checks] == [
+        "two-1 AcceleratedHardwareReady False",
+        "two-1 KernelReady False",
+    ]
+
+
+def test_healthy_gpu_nodes_are_one_ok_naming_the_conditions_read(api):
+    add_gpu_node(api, "well-1", "well", healthy_agent())
+    add_gpu_node(api, "well-2", "well", healthy_agent())
+
+    checks = status.check_node_health(gpu_group("well"), api.core.list_node().items)
+
+    assert [(c.check, c.status, c.message, c.fix) for c in checks] == [
+        (
+            "node-health well",
+            "ok",
+            "2 node(s) healthy, agent conditions read: "
+            "AcceleratedHardwareReady, ContainerRuntimeReady, KernelReady, NetworkingReady, StorageReady True",
+            "",
+        )
+    ]
+
+
+def test_gpu_nodes_without_the_agent_s_conditions_warn_once_for_the_group(api):
+    add_gpu_node(api, "mute-1", "mute")
+    add_gpu_node(api, "mute-2", "mute")
+    add_gpu_node(api, "mute-3", "mute", healthy_agent())
+
+    checks = status.check_node_health(gpu_group("mute"), api.core.list_node().items)
+
+    assert [c.status for c in checks] == ["warn", "ok"]
+    assert checks[0].message.startswith("no health reported by 2 node(s) (mute-1, mute-2): ")
+    assert "eks-node-monitoring-agent" in checks[0].fix
+    assert checks[1].message.startswith("1 node(s) healthy")
+
+
+def test_a_secret_in_an_agent_message_is_masked_and_the_message_kept_on_one_line(api):
+    message = "probe https://bot:hunter2-secret@metadata.example.com failed\nsecond line"
+    agent = healthy_agent(StorageReady=("IODelays", message))
+    add_gpu_node(api, "leak-1", "leak", agent)
+
+    [check] = status.check_node_health(gpu_group("leak"), api.core.list_node().items)
+    text, data = status.report([check], "text"), json.loads(status.report([check], "json"))
+
+    assert check.message == (
+        "leak-1 StorageReady False: IODelays: probe https://bot:***@metadata.example.com failed second line"
+    )
+    assert "hunter2" not in text and "hunter2" not in data[0]["message"]
+    assert text.count("\n") == 0
 
 
 # --- device plugin DaemonSets ------------------------------------------------------------------------
@@ -391,22 +558,110 @@ def add_mpijob(api, prod, namespace: str, condition: str, replica_statuses: dict
 def test_a_running_mpijob_is_ok_with_its_launcher_and_worker_phases(api, prod, namespace):
     name = add_mpijob(api, prod, namespace, "Running", {"Launcher": {"active": 1}, "Worker": {"active": 2}})
 
-    check = status.check_mpijob(api.custom, namespace, name)
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
 
     assert (check.status, check.message) == ("ok", "Running (launcher 1 active; worker 2 active)")
 
 
-def test_a_failed_mpijob_fails(api, prod, namespace):
+def test_a_failed_mpijob_without_a_launcher_verdict_fails_with_the_operator_s_message(api, prod, namespace):
     name = add_mpijob(api, prod, namespace, "Failed", {"Launcher": {"failed": 1}, "Worker": {}})
 
-    check = status.check_mpijob(api.custom, namespace, name)
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
 
     assert (check.status, check.message) == ("fail", "Failed: m (launcher 1 failed; worker none)")
     assert check.fix == f"kubectl -n {namespace} logs job/{name}-launcher"
 
 
+# The labels the MPI operator v0.8.2 sets on a launcher pod (pkg/controller/mpi_job_controller.go, defaultLabels).
+def launcher_labels(job_name: str) -> dict:
+    return {
+        "training.kubeflow.org/operator-name": "mpi-operator",
+        "training.kubeflow.org/job-name": job_name,
+        "training.kubeflow.org/job-role": "launcher",
+    }
+
+
+def add_launcher_pod(api, namespace: str, pod: str, job_name: str, message: str, restarted: bool = False):
+    """A launcher pod whose `launcher` container ended with `message` as its termination message: in state, or in
+    lastState when it was restarted (restartPolicy OnFailure) and waits to run again."""
+    # No controller makes the namespace's default ServiceAccount here; pod admission needs it.
+    if not api.core.list_namespaced_service_account(namespace, field_selector="metadata.name=default").items:
+        api.core.create_namespaced_service_account(namespace, {"metadata": {"name": "default"}})
+    api.core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": pod, "labels": launcher_labels(job_name)},
+            "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "launcher", "image": "trainer"}]},
+        },
+    )
+    terminated = {"exitCode": 1, "reason": "Error", "message": message, "startedAt": NOW, "finishedAt": NOW}
+    if restarted:
+        state = {"state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": terminated}}
+    else:
+        state = {"state": {"terminated": terminated}}
+    container = {"name": "launcher", "image": "trainer", "imageID": "", "ready": False, "restartCount": 0, **state}
+    api.core.patch_namespaced_pod_status(
+        pod, namespace, {"status": {"phase": "Running" if restarted else "Failed", "containerStatuses": [container]}}
+    )
+
+
+FAIL_VERDICT = "fabric-check: FAIL all_reduce busbw 120.5 GB/s at 1073741824 B < floor 250 GB/s (p5.48xlarge)"
+NCCL_TAIL = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 120.5\n#\n"
+
+
+def test_a_failed_mpijob_shows_its_launcher_s_verdict_and_not_another_job_s(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Failed", {"Launcher": {"failed": 1}, "Worker": {}})
+    add_launcher_pod(api, namespace, f"{name}-launcher-abcde", name, NCCL_TAIL + FAIL_VERDICT + "\n")
+    add_launcher_pod(api, namespace, "a-other-launcher-fghij", "other", "fabric-check: PASS elsewhere")
+
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
+
+    assert (check.check, check.status) == (f"mpijob {namespace}/{name}", "fail")
+    assert check.message == f"Failed: m; launcher: {FAIL_VERDICT} (launcher 1 failed; worker none)"
+    assert check.fix == f"kubectl -n {namespace} logs job/{name}-launcher"
+
+
+def test_a_restarted_launcher_s_last_verdict_is_read_from_its_last_state(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Failed", {"Launcher": {"failed": 1}, "Worker": {}})
+    add_launcher_pod(api, namespace, f"{name}-launcher-abcde", name, FAIL_VERDICT, restarted=True)
+
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
+
+    assert check.message == f"Failed: m; launcher: {FAIL_VERDICT} (launcher 1 failed; worker none)"
+
+
+def test_a_succeeded_mpijob_shows_its_pass_verdict_in_the_ok_line(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Succeeded", {"Launcher": {"succeeded": 1}, "Worker": {}})
+    verdict = "fabric-check: PASS all_reduce busbw 361.2 GB/s at 1073741824 B >= floor 250 GB/s (p5.48xlarge)"
+    add_launcher_pod(api, namespace, f"{name}-launcher-abcde", name, verdict)
+
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
+
+    assert (check.status, check.message) == ("ok", f"Succeeded: {verdict} (launcher 1 succeeded; worker none)")
+
+
+def test_a_secret_in_the_launcher_s_termination_message_is_masked(api, prod, namespace):
+    name = add_mpijob(api, prod, namespace, "Failed", {"Launcher": {"failed": 1}, "Worker": {}})
+    add_launcher_pod(api, namespace, f"{name}-launcher-abcde", name, "fabric-check: FAIL HF_TOKEN=hf_hunter2secret")
+
+    check = status.check_mpijob(api.custom, api.core, namespace, name)
+    text = status.report([check], "text")
+
+    assert check.message == "Failed: m; launcher: fabric-check: FAIL HF_TOKEN=*** (launcher 1 failed; worker none)"
+    assert "hunter2" not in text
+
+
+def test_a_kubelet_provider_id_that_is_no_instance_id_never_reaches_the_fix(api):
+    add_gpu_node(api, "odd-1", "odd", healthy_agent(AcceleratedHardwareReady=XID_79), "i-1;curl x|sh")
+
+    [failed] = status.check_node_health(gpu_group("odd", {"enabled": False}), api.core.list_node().items)
+
+    assert "curl" not in failed.fix
+    assert "--instance-ids <the node's instance id, from spec.providerID>" in failed.fix
+
+
 def test_an_mpijob_not_on_the_cluster_warns(api, namespace):
-    check = status.check_mpijob(api.custom, namespace, "horovod-train")
+    check = status.check_mpijob(api.custom, api.core, namespace, "horovod-train")
 
     assert check.status == "warn"
 
@@ -419,6 +674,7 @@ def make_prod_ready(api, prod):
     api.core.create_namespace({"metadata": {"name": "mpi-operator"}})
     for index in (1, 2):
         add_node(api, f"system-{index}", {"alpha.eksctl.io/nodegroup-name": "system"}, {})
+    add_gpu_node(api, "gpu-1", "gpu", healthy_agent(), "i-0fedcba9876543210")
     add_daemonset(api, "kube-system", "nvidia-device-plugin-daemonset", 0, 0)
     add_daemonset(api, "kube-system", "aws-efa-k8s-device-plugin", 0, 0)
     add_deployment(api, "mpi-operator", "mpi-operator", "True")
@@ -446,6 +702,7 @@ def test_a_ready_prod_cluster_is_all_ok_then_a_lost_claim_fails_it(api, prod, ow
     assert [c["check"] for c in checks] == [
         "nodes system",
         "nodes gpu",
+        "node-health gpu",
         "daemonset kube-system/aws-efa-k8s-device-plugin",
         "daemonset kube-system/nvidia-device-plugin-daemonset",
         "crd mpijobs.kubeflow.org",
@@ -470,6 +727,22 @@ def test_a_ready_prod_cluster_is_all_ok_then_a_lost_claim_fails_it(api, prod, ow
     assert [line for line in lines if not line.startswith("ok ")] == [
         "fail claim training/fsx-training: Lost, not Bound (fix: kubectl -n training describe pvc fsx-training)"
     ]
+
+    # The GPU node's GPU fails: its own line, with the repair the template's gpu group has on.
+    api.core.patch_node_status("gpu-1", {"status": {"conditions": [agent_condition("False", *XID_79)]}})
+    code = status_command.main(["--env", "prod"])
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fail node-health")]
+    [gpu] = [g for g in status.node_groups(prod) if g["name"] == "gpu"]
+
+    assert gpu["nodeRepairConfig"]["enabled"] is True
+    assert code == 1
+    assert line.startswith(
+        "fail node-health gpu: gpu-1 AcceleratedHardwareReady False: NvidiaXID79Error: detected XID-79 on the "
+        "instance, review kernel logs for additional information. (fix: kubectl cordon gpu-1, then kubectl drain gpu-1"
+    )
+    assert line.endswith(
+        "EKS node auto repair (on for gpu) will reboot or replace it when it has been False for 10 minutes)"
+    )
 
 
 # --- one-line input errors -------------------------------------------------------------------------------

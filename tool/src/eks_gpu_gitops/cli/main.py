@@ -30,6 +30,7 @@ VERBS = {
     "diff": ("diff", "what a change (or applying to the cluster: --live) does to the rendered manifests"),
     "new-environment": ("new_environment", "add an environment shaped like the existing ones"),
     "new-job": ("new_job", "add a training job (an MPIJob) to an environment"),
+    "scale": ("scale", "change an environment's GPU node count or type, and every figure that follows"),
     "cluster-settings": ("cluster_settings", "write a cluster's per-cluster values for Flux to substitute"),
     "status": ("status", "is the cluster the kubeconfig points at ready for an environment?"),
     "simulate": ("simulate", "place an environment's MPIJobs on a simulated cluster"),

@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..facts.nccl_tests import MESSAGE_SIZE
 from ..generate.files import write_all
-from ..generate.job import IMAGENET_DIR, KINDS
+from ..generate.job import IMAGENET_DIR, KINDS, floor_line, parse_floor
 from ..generate.new_job import (
     KIND_FLAGS,
     SWITCHES,
@@ -51,6 +52,13 @@ def build_parser() -> cli.Parser:
         help="train: imagenet reads ImageNet-layout TFRecords already on FSx (--data-dir, default "
         f"{IMAGENET_DIR}), indexed by the init container; default: the bundled digits",
     )
+    parser.add_argument(
+        "--floor",
+        metavar="GBPS",
+        help=f"nccl-tests: the least all_reduce bus bandwidth at {MESSAGE_SIZE} B (1 GiB) the job passes with, in "
+        "GB/s; default: the instance type's published floor when the workers are 2 whole nodes on EFA "
+        "(docs/operations.md, Acceptance test)",
+    )
     for flag in TRAINER_FLAGS:
         kinds = [kind for kind, flags in KIND_FLAGS.items() if flag in flags]
         where = ", a folder inside the FSx mount (/fsx)" if flag == "data-dir" else ""
@@ -67,6 +75,12 @@ def parse_args(argv):
 
 def _new_job(argv: list[str] | None) -> int:
     args = parse_args(argv)
+    if args.floor is not None:
+        if args.kind != "nccl-tests":
+            raise InputError(
+                f"--floor applies to --kind nccl-tests only (the fabric check's pass mark), not {args.kind}"
+            )
+        args.floor = parse_floor(args.floor)
     root = repository_root(Path.cwd())
     spec, job, place = plan(root, args)
     text = job_text(job, spec)
@@ -87,6 +101,8 @@ def _new_job(argv: list[str] | None) -> int:
         raise InputError(objections[0])
     write_job(root, place, job, spec, text)
     print(f"wrote {place.job_file} and listed it in {place.kustomization}", file=sys.stdout)
+    if spec.kind == "nccl-tests":
+        print(floor_line(job, spec), file=sys.stdout)
     return 0
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from ..core.errors import InputError
 from ..facts import catalog, eks, fsx
 from ..model import EFA, GPU, LOCAL_CONFIG_ANNOTATION, plural
 from ..model.mpi import EFA_ENVIRONMENT, mpirun_command
@@ -428,3 +429,61 @@ def readme_row(spec: EnvironmentSpec) -> str:
         storage += f", imports {spec.fsx_s3_import_path}"
     storage += ", deleted with its claim" if spec.delete_fsx_with_claim else ", kept when the claim is deleted"
     return f"| `{spec.name}` | `{spec.cluster_name}` | {nodes} ({gpus}) | {efa} | {storage} |"
+
+
+# --- an environment read back from its settings (scripts/scale) ------------------------------------
+
+
+_KINDS = {str: "a string", int: "a whole number", bool: "true or false", list: "a list", dict: "a mapping"}
+
+
+def _field(document: object, path: str, kind: type, default: object = None):
+    """The value at `path` (dotted keys) of the settings, of type `kind`; `default` when it is absent and a
+    default is given. InputError names the field otherwise."""
+    value = document
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            if default is not None:
+                return default
+            raise InputError(f"{path} is missing")
+        value = value[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise InputError(f"{path} is {value!r}, not {_KINDS[kind]} as new-environment writes it")
+    return value
+
+
+def _gib(text: str, path: str) -> int:
+    if not text.endswith("Gi") or not text[:-2].isascii() or not text[:-2].isdigit():
+        raise InputError(f"{path} is {text!r}, not a number of Gi as new-environment writes it")
+    return int(text[:-2])
+
+
+def spec_from_settings(name: str, document: object) -> EnvironmentSpec:
+    """The EnvironmentSpec whose settings() `document` is (an environment's settings.yaml, loaded): what
+    settings() writes from each of the spec's fields, read back. InputError names a field that is missing or
+    not of the shape settings() writes."""
+    cluster_name = _field(document, "cluster.name", str)
+    if not cluster_name.endswith(f"-{name}"):
+        raise InputError(f"cluster.name is {cluster_name!r}, not <prefix>-{name} as new-environment writes it")
+    zones = _field(document, "gpuNodeGroup.availabilityZones", list)
+    if not zones or not isinstance(zones[0], str):
+        raise InputError(f"gpuNodeGroup.availabilityZones is {zones!r}, not a list of one zone")
+    market = _field(document, "gpuNodeGroup.instanceMarketOptions.marketType", str, "")
+    return EnvironmentSpec(
+        name=name,
+        cluster_prefix=cluster_name.removesuffix(f"-{name}"),
+        instance_type=_field(document, "gpuNodeGroup.instanceType", str),
+        nodes=_field(document, "gpuNodeGroup.maxSize", int),
+        efa=_field(document, "gpuNodeGroup.efaEnabled", bool, False),
+        region=_field(document, "cluster.region", str),
+        availability_zone=zones[0],
+        fsx_deployment_type=_field(document, "fsx.parameters.deploymentType", str),
+        fsx_capacity_gib=_gib(_field(document, "fsx.storage", str), "fsx.storage"),
+        fsx_s3_import_path=_field(document, "fsx.parameters.s3ImportPath", str, ""),
+        delete_fsx_with_claim=_field(document, "fsx.reclaimPolicy", str) == "Delete",
+        capacity_reservation=_field(
+            document, "gpuNodeGroup.capacityReservation.capacityReservationTarget.capacityReservationID", str, ""
+        ),
+        capacity_block=market == "capacity-block",
+        spot=_field(document, "gpuNodeGroup.spot", bool, False),
+    )

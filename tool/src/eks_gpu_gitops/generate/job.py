@@ -7,10 +7,11 @@ written by `mpirun_command` from named settings, like the environment's own job.
 from __future__ import annotations
 
 import copy
+import shlex
 from dataclasses import dataclass, field
 
 from ..core.errors import InputError
-from ..facts import catalog
+from ..facts import catalog, nccl_tests
 from ..model import MPIJOB
 from ..model.mpi import mpirun_command
 from .environment import JOB, SETTINGS_KIND, launcher_exports, shm_size, worker_resources
@@ -28,6 +29,8 @@ NCCL_TESTS = "/opt/nccl-tests/build/all_reduce_perf"
 NCCL_TESTS_ARGS = ("-b", "8", "-e", "8G", "-f", "2", "-g", "1", "-c", "1", "-n", "20")
 # Its NCCL log: INFO for the start-up and network lines only (which transport, which EFA provider).
 NCCL_TESTS_LOG = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+# What reads its table and passes or fails the job (trainer/horovod_trainer/fabric_check.py, in the image).
+FABRIC_CHECK = ("python", "-m", "horovod_trainer.fabric_check")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class JobSpec:
     kind: str = "train"  # a key of KIND_MODULES
     switches: tuple[str, ...] = ()  # trainer switches, e.g. ("mixed-precision",)
     data_format: str = "features"  # "imagenet": TFRecords already on FSx, indexed by the init container
+    floor: float | None = None  # nccl-tests: --floor GB/s; None: the instance type's published floor, if any
 
 
 def _set_flag(args: list[str], flag: str, value: str) -> None:
@@ -93,12 +97,20 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
         exports += [name for name in NCCL_TESTS_LOG if name not in exports]
         launcher["env"] = [e for e in launcher.get("env", []) if e.get("name") not in NCCL_TESTS_LOG]
         launcher["env"] += [{"name": name, "value": value} for name, value in NCCL_TESTS_LOG.items()]
-        launcher["args"] = [NCCL_TESTS, *NCCL_TESTS_ARGS]
         for pod in (launcher_pod, worker_pod):
             _without_data(pod)
-    launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, exports)
-    if spec.kind == "nccl-tests":
+        # One run, and its launcher pod kept: a failed verdict is the fabric's, a rerun would measure the same nodes
+        # again, and with restartPolicy OnFailure the Job deletes the running pod, its log and its terminated
+        # message (the verdict) once backoffLimit is reached (Kubernetes docs, Jobs, "Pod backoff failure policy").
+        # The MPI operator copies both onto the launcher's Job (kubeflow/mpi-operator v0.8.2,
+        # pkg/controller/mpi_job_controller.go, newLauncherJob and setRestartPolicy).
+        replicas["Launcher"]["restartPolicy"] = "Never"
+        job["spec"].setdefault("runPolicy", {})["backoffLimit"] = 0
+        floor = fabric_floor(spec.workers, efa, instance.name, spec.floor)
+        launcher["command"] = nccl_tests_command(spec.workers * spec.gpus_per_worker, exports, instance.name, floor)
+        launcher.pop("args", None)
         return job
+    launcher["command"] = mpirun_command(spec.workers * spec.gpus_per_worker, exports)
     if spec.kind == "benchmark":
         launcher["args"] = benchmark_args(spec)
         for pod in (launcher_pod, worker_pod):
@@ -117,6 +129,78 @@ def job_manifest(model: dict, spec: JobSpec, instance: catalog.InstanceType, efa
         if f"--{switch}" not in args:
             args.append(f"--{switch}")
     return job
+
+
+@dataclass(frozen=True)
+class FabricFloor:
+    gbps: float | None  # None: the check reports the bus bandwidth and passes
+    source: str  # where the figure comes from, or why there is none
+
+
+def fabric_floor(workers: int, efa: bool, instance_type: str, override: float | None) -> FabricFloor:
+    """The least all_reduce busbw at nccl_tests.MESSAGE_SIZE an nccl-tests job passes with.
+
+    The published floors are two-node figures of whole nodes over EFA; a job of part-node workers, without EFA or
+    on one node measures something else (NVLink, or TCP), so it gets none unless --floor sets one. Neither does a job
+    of more than two nodes: two nodes can pass more than each node's network rate (NCCL's trees keep part of the
+    data inside each node), but with n nodes every node sends about 2(n-1)/n of the data out, so the bus bandwidth
+    is held near the network's rate (50 GB/s on p4d), below p4d's two-node floor."""
+    if override is not None:
+        return FabricFloor(override, "set by --floor")
+    if not efa:
+        return FabricFloor(None, "its workers are not whole nodes on EFA, which the published figures are")
+    if workers < 2:
+        return FabricFloor(None, "one worker: the run does not cross the EFA fabric")
+    if workers > 2:
+        return FabricFloor(
+            None, f"the published figures are for 2 nodes, not {workers}; --workers 2 tests a pair against them"
+        )
+    published = nccl_tests.floor_for(instance_type)
+    if published is None:
+        return FabricFloor(None, f"no published figure for {instance_type}")
+    return FabricFloor(published.gbps, published.source)
+
+
+def nccl_tests_command(processes: int, exports: list[str], instance_type: str, floor: FabricFloor) -> list[str]:
+    """bash running all_reduce_perf under mpirun, its table piped into the fabric check. pipefail: an mpirun that
+    fails fails the job even when the check passes what it saw."""
+    check = [*FABRIC_CHECK, "--size", str(nccl_tests.MESSAGE_SIZE)]
+    if floor.gbps is not None:
+        check += ["--floor", gbps_text(floor.gbps)]
+    check += ["--instance-type", instance_type]
+    run = [*mpirun_command(processes, exports), NCCL_TESTS, *NCCL_TESTS_ARGS]
+    return ["bash", "-o", "pipefail", "-c", f"{shlex.join(run)} | {shlex.join(check)}"]
+
+
+def gbps_text(value: float) -> str:
+    """A bandwidth as written: every digit it has (60, 72.5, 1234567.5), not %g's six."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def parse_floor(text: str) -> float:
+    """--floor: a positive number of GB/s."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (0 < value < float("inf")):
+        raise InputError(f"--floor: {text!r} is not a positive number of GB/s")
+    return value
+
+
+def floor_line(job: dict, spec: JobSpec) -> str:
+    """What new-job says of an nccl-tests job's pass mark, read from the job it wrote."""
+    workers = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    worker = _named(workers["template"]["spec"].get("containers", []), WORKER, "worker container")
+    efa = bool(worker.get("resources", {}).get("limits", {}).get("vpc.amazonaws.com/efa"))
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    script = shlex.split(_named(launcher.get("containers", []), LAUNCHER, "launcher container")["command"][-1])
+    instance_type = script[script.index("--instance-type") + 1]
+    floor = fabric_floor(workers["replicas"], efa, instance_type, spec.floor)
+    measured = f"all_reduce busbw at {nccl_tests.MESSAGE_SIZE} B"
+    if floor.gbps is None:
+        return f"the job reports {measured} without a floor ({floor.source}); --floor GBPS sets one"
+    return f"the job fails below {gbps_text(floor.gbps)} GB/s {measured} on {instance_type} ({floor.source})"
 
 
 # Where an ImageNet-layout job reads its data unless --data-dir says otherwise.

@@ -2,13 +2,15 @@
 
     scripts/new-job NAME --env ENV --workers W [--gpus-per-worker G] [--image I] [--kind train|benchmark|nccl-tests]
         [--epochs N] [--batch-size N] [--base-lr X] [--warmup-epochs N] [--model M] [--seed N] ...
-        [--mixed-precision] [--xla] [--data-format imagenet [--data-dir DIR]]
+        [--mixed-precision] [--xla] [--data-format imagenet [--data-dir DIR]] [--floor GBPS]
 
 `--kind train` (default) runs the trainer like horovod-train; `--kind benchmark` runs the synthetic
 benchmark (images/s per GPU and the scaling efficiency, trainer/README.md), which reads no data and
 mounts no FSx; `--kind nccl-tests` runs NCCL's all_reduce_perf across the GPU nodes (by default all
 the gpu group's maxSize, which Cluster Autoscaler starts for it) to measure the fabric's bus bandwidth
-before a long job (docs/operations.md of a generated repository, "Acceptance test"). Defaults come from
+before a long job (docs/operations.md of a generated repository, "Acceptance test"); its launcher fails the job
+when the all_reduce bus bandwidth at 1 GiB is below the instance type's floor (facts/nccl_tests.py) or --floor's.
+Defaults come from
 the environment: its GPU type (whole-node workers), the image and trainer settings of its horovod-train
 job. Without --image the job follows horovod-train's image (a `replacements` entry in the environment's
 training kustomization), so bumping newTag in overlays/base/training moves it too. Every option is checked
@@ -264,7 +266,9 @@ def plan(root: Path, args) -> tuple[JobSpec, dict, Place]:
     check_trainer_flags(root, args.kind, flags, switches)
     if args.data_format != "features" and args.kind != "train":
         raise InputError(f"--data-format applies to --kind train only (a {args.kind} job reads no data)")
-    spec = JobSpec(args.name, args.env, workers, gpus, args.image, flags, args.kind, switches, args.data_format)
+    spec = JobSpec(
+        args.name, args.env, workers, gpus, args.image, flags, args.kind, switches, args.data_format, args.floor
+    )
     return spec, job_manifest(model, spec, instance, bool(group.get("efaEnabled"))), place
 
 

@@ -4,8 +4,19 @@
 
 What is checked comes from the environment's rendered manifests and eksctl ClusterConfig: the nodes of
 each node group (allocatable nvidia.com/gpu and vpc.amazonaws.com/efa against the instance catalogue),
-the device plugin DaemonSets, the MPIJob CRD and the MPI operator, the FSx CSI driver and its
-controller, the StorageClasses and claims, the Flux Kustomizations, and the MPIJobs.
+the health of each GPU node, the device plugin DaemonSets, the MPIJob CRD and the MPI operator, the FSx
+CSI driver and its controller, the StorageClasses and claims, the Flux Kustomizations, and the MPIJobs.
+
+GPU node health (`node-health GROUP`) is what the EKS node monitoring agent writes on the node: the conditions
+AcceleratedHardwareReady, ContainerRuntimeReady, KernelReady, NetworkingReady and StorageReady. One that is False
+fails, naming the node, the condition, the agent's reason and message; the fix is to cordon and drain the node,
+and says what the group's repair does (EKS node auto repair when its ClusterConfig has `nodeRepairConfig:
+{enabled: true}`, otherwise terminating the drained instance by hand). GPU nodes that carry none of the
+conditions warn, once per group: the agent (the EKS add-on eks-node-monitoring-agent) is not running there.
+
+A finished MPIJob shows its launcher's verdict: the last line of the launcher container's termination message
+(an nccl-tests job writes `fabric-check: PASS|FAIL ...` to /dev/termination-log), in the fail line when the
+MPIJob Failed and in the ok line when it Succeeded.
 
 One line per check, `ok|warn|fail <check>: <what> (fix: ...)`, or with --format json a list of
 {check, status, message, fix}. Exit status: 0 every check ok (warnings allowed), 1 a check failed,
@@ -16,6 +27,7 @@ in one line. The kubeconfig is $KUBECONFIG or ~/.kube/config.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +36,7 @@ from ..core.errors import InputError
 from ..facts import catalog
 from ..model.kinds import FLUX_KUSTOMIZATION
 from ..model.manifest import Environment
+from ..model.node_health import AGENT, AGENT_CONDITIONS, REPAIR_AFTER_MINUTES, repair_enabled, repair_override
 from ..render.repository import environment_names
 from .cluster import Cluster, one_line_errors
 
@@ -70,6 +83,11 @@ def _condition(conditions, kind: str):
     return None, ""
 
 
+def _one_line(text, limit: int = 200) -> str:
+    """Cluster text masked (before it is cut, so that no half secret escapes the mask), on one line, trimmed."""
+    return " ".join(mask_text(str(text)).split())[:limit]
+
+
 def _quantity(value) -> int:
     try:
         return int(str(value or "0"))
@@ -92,9 +110,18 @@ def _group_nodes(nodes, name: str) -> list:
     return [n for n in nodes if any((n.metadata.labels or {}).get(label) == name for label in NODEGROUP_LABELS)]
 
 
+def _instance_type(group: dict) -> str:
+    return group.get("instanceType") or (group.get("instanceTypes") or [""])[0]
+
+
+def group_gpus(group: dict) -> int:
+    known = catalog.lookup(_instance_type(group))
+    return known.gpus if known else 0
+
+
 def check_node_group(group: dict, nodes) -> Check:
     name = group["name"]
-    instance = group.get("instanceType") or (group.get("instanceTypes") or [""])[0]
+    instance = _instance_type(group)
     known = catalog.lookup(instance)
     gpus = known.gpus if known else 0
     efa = known.efa_interfaces if known and group.get("efaEnabled") else 0
@@ -129,6 +156,92 @@ def check_node_group(group: dict, nodes) -> Check:
             "check the node's kubelet and the device plugin pods on it (kubectl describe node)",
         )
     return Check(check, OK, f"{len(mine)} node(s) Ready ({instance}{', each ' + wants if wants else ''})")
+
+
+# --- GPU node health --------------------------------------------------------------------------------------
+
+
+# The node monitoring agent's conditions (model/node_health.py): a node without any of them has no agent reporting.
+
+
+def _agent_conditions(node) -> dict[str, object]:
+    """The agent's conditions on a node that say True or False (the agent sets no other status)."""
+    conditions = node.status.conditions if node.status else None
+    return {c.type: c for c in conditions or [] if c.type in AGENT_CONDITIONS and c.status in ("True", "False")}
+
+
+_INSTANCE_ID = re.compile(r"i-[0-9a-f]{8,17}")
+
+
+def _instance_id(node) -> str:
+    # spec.providerID of an EC2 node: aws:///<zone>/<instance id>
+    # The kubelet sets it, so it is taken only when it is an instance id: it goes into a command people paste.
+    provider = (node.spec.provider_id if node.spec else None) or ""
+    last = provider.rsplit("/", 1)[-1]
+    return last if _INSTANCE_ID.fullmatch(last) else "<the node's instance id, from spec.providerID>"
+
+
+def what_repair_does(group: dict, node, condition: str, reason: str) -> str:
+    name = group["name"]
+    if not repair_enabled(group):
+        return (
+            f"repair is off for node group {name} (no nodeRepairConfig: {{enabled: true}}): once drained, terminate "
+            f"the instance (aws ec2 terminate-instances --instance-ids {_instance_id(node)}) and the group "
+            "replaces it, or turn nodeRepairConfig on in the ClusterConfig"
+        )
+    override = repair_override(group, condition, reason)
+    if override:
+        return (
+            f"EKS node auto repair (on for {name}) will {override.get('repairAction')} it "
+            f"{override.get('minRepairWaitTimeMins')} minutes after the agent detected it (nodeRepairConfigOverrides)"
+        )
+    delay = REPAIR_AFTER_MINUTES.get(condition)
+    when = f"when it has been False for {delay} minutes" if delay else "when the condition's repair wait is over"
+    return f"EKS node auto repair (on for {name}) will reboot or replace it {when}"
+
+
+def _unhealthy(group: dict, node, condition) -> Check:
+    node_name = node.metadata.name
+    return Check(
+        f"node-health {group['name']}",
+        FAIL,
+        f"{node_name} {condition.type} False: {_one_line(condition.reason or 'no reason')}: "
+        f"{_one_line(condition.message or 'no message')}",
+        f"kubectl cordon {node_name}, then kubectl drain {node_name} --ignore-daemonsets --delete-emptydir-data "
+        f"so the job's pods move; {what_repair_does(group, node, condition.type, condition.reason or '')}",
+    )
+
+
+def check_node_health(group: dict, nodes) -> list[Check]:
+    """The node monitoring agent's conditions on each node of a GPU node group: a fail per condition that is
+    False, one warning for the nodes that report none, one ok for the nodes whose conditions are all True."""
+    check = f"node-health {group['name']}"
+    checks, silent, healthy, read = [], [], [], set()
+    for node in _group_nodes(nodes, group["name"]):
+        conditions = _agent_conditions(node)
+        false = [c for _, c in sorted(conditions.items()) if c.status == "False"]
+        checks.extend(_unhealthy(group, node, condition) for condition in false)
+        if not conditions:
+            silent.append(node.metadata.name)
+        elif not false:
+            healthy.append(node.metadata.name)
+            read.update(conditions)
+    if silent:
+        checks.append(
+            Check(
+                check,
+                WARN,
+                f"no health reported by {len(silent)} node(s) ({', '.join(silent)}): none carries the node "
+                f"monitoring agent's conditions ({', '.join(AGENT_CONDITIONS)}), so the agent is not running there",
+                f"install the EKS add-on {AGENT} (in the ClusterConfig's addons, then eksctl create addon "
+                f"--config-file <ClusterConfig>); if it is installed, look for its pod on these nodes "
+                f"(kubectl get pods -A -o wide | grep {AGENT})",
+            )
+        )
+    if healthy:
+        conditions = ", ".join(c for c in AGENT_CONDITIONS if c in read)
+        checks.append(Check(check, OK, f"{len(healthy)} node(s) healthy, agent conditions read: {conditions} True"))
+    return checks
 
 
 # --- workloads -----------------------------------------------------------------------------------------
@@ -251,7 +364,7 @@ def check_kustomization(custom, namespace: str, name: str) -> Check:
             check, FAIL, "not found", fix if name != "flux-system" else "flux bootstrap (see docs/operations.md)"
         )
     ready, message = _condition((found.get("status") or {}).get("conditions"), "Ready")
-    message = " ".join(str(message).split())[:200]
+    message = _one_line(message)
     if ready == "True":
         return Check(check, OK, f"Ready: {message}" if message else "Ready")
     if ready == "False":
@@ -265,7 +378,53 @@ def _replica_phase(statuses: dict, kind: str) -> str:
     return f"{kind.lower()} {', '.join(parts) or 'none'}"
 
 
-def check_mpijob(custom, namespace: str, name: str) -> Check:
+# The labels the MPI operator v0.8.2 puts on the launcher pod (pkg/controller/mpi_job_controller.go,
+# newLauncherPodTemplate -> defaultLabels; the keys are pkg/apis/kubeflow/v2beta1/constants.go's).
+def launcher_selector(name: str) -> str:
+    return (
+        f"training.kubeflow.org/operator-name=mpi-operator,training.kubeflow.org/job-name={name},"
+        "training.kubeflow.org/job-role=launcher"
+    )
+
+
+def _launcher_container(job: dict) -> str:
+    # The operator runs the launcher template's first container (newLauncherPodTemplate: Containers[0]).
+    spec = ((job.get("spec") or {}).get("mpiReplicaSpecs") or {}).get("Launcher") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    return (containers[0] or {}).get("name") or "launcher"
+
+
+def _termination_message(pod, container: str) -> str:
+    for status in (pod.status.container_statuses if pod.status else None) or []:
+        if status.name != container:
+            continue
+        # With restartPolicy OnFailure the container restarts in the same pod: the run that ended is lastState.
+        for state in (status.state, status.last_state):
+            terminated = state.terminated if state else None
+            if terminated and (terminated.message or "").strip():
+                return terminated.message
+    return ""
+
+
+def launcher_verdict(core, namespace: str, job: dict) -> str:
+    """The last line of the newest launcher pod's termination message (a job that writes its verdict to
+    /dev/termination-log), masked and on one line; "" without one."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        pods = core.list_namespaced_pod(namespace, label_selector=launcher_selector(job["metadata"]["name"])).items
+    except ApiException:
+        return ""  # no right to read pods there: the job's own status still says what it can
+    container = _launcher_container(job)
+    for pod in sorted(pods, key=lambda p: p.metadata.creation_timestamp, reverse=True):
+        message = mask_text(_termination_message(pod, container))
+        lines = [line for line in message.splitlines() if line.strip()]
+        if lines:
+            return _one_line(lines[-1])
+    return ""
+
+
+def check_mpijob(custom, core, namespace: str, name: str) -> Check:
     from kubernetes.client.rest import ApiException
 
     check = f"mpijob {namespace}/{name}"
@@ -281,13 +440,16 @@ def check_mpijob(custom, namespace: str, name: str) -> Check:
     conditions = status.get("conditions") or []
     for kind in ("Failed", "Succeeded", "Running", "Suspended", "Created"):
         state, message = _condition(conditions, kind)
-        if state == "True":
-            message = " ".join(str(message).split())[:200]
-            if kind == "Failed":
-                return Check(
-                    check, FAIL, f"Failed: {message} ({phases})", f"kubectl -n {namespace} logs job/{name}-launcher"
-                )
-            return Check(check, OK if kind in ("Running", "Succeeded") else WARN, f"{kind} ({phases})")
+        if state != "True":
+            continue
+        verdict = launcher_verdict(core, namespace, job) if kind in ("Failed", "Succeeded") else ""
+        if kind == "Failed":
+            fix = f"kubectl -n {namespace} logs job/{name}-launcher"
+            launcher = f"; launcher: {verdict}" if verdict else ""
+            return Check(check, FAIL, f"Failed: {_one_line(message)}{launcher} ({phases})", fix)
+        if verdict:
+            return Check(check, OK, f"{kind}: {verdict} ({phases})")
+        return Check(check, OK if kind in ("Running", "Succeeded") else WARN, f"{kind} ({phases})")
     return Check(check, WARN, f"no condition yet ({phases})")
 
 
@@ -315,7 +477,10 @@ def run_checks(cluster: Cluster, environment: Environment) -> list[Check]:
     extensions = client.ApiextensionsV1Api(cluster.api)
     checks = []
     nodes = core.list_node().items
-    checks.extend(check_node_group(group, nodes) for group in node_groups(environment))
+    for group in node_groups(environment):
+        checks.append(check_node_group(group, nodes))
+        if group_gpus(group):
+            checks.extend(check_node_health(group, nodes))
     for namespace, name in _objects(environment, ("apps", "DaemonSet")):
         checks.append(check_daemonset(apps, namespace, name))
     kustomizations = {(k.manifest.namespace or "flux-system", k.name) for k in environment.kustomizations}
@@ -344,7 +509,7 @@ def run_checks(cluster: Cluster, environment: Environment) -> list[Check]:
     for namespace, name in sorted(kustomizations):
         checks.append(check_kustomization(custom, namespace, name))
     for namespace, name in _objects(environment, ("kubeflow.org", "MPIJob")):
-        checks.append(check_mpijob(custom, namespace, name))
+        checks.append(check_mpijob(custom, core, namespace, name))
     return checks
 
 

@@ -147,10 +147,14 @@ def tolerates(tolerations: list[dict], taint: Taint) -> bool:
     return False
 
 
+def blocking_taints(group: NodeGroup, tolerations: list[dict]) -> list[Taint]:
+    """The group's taints that keep a pod with `tolerations` off its nodes."""
+    return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(tolerations, t)]
+
+
 def untolerated(template: PodTemplate, group: NodeGroup) -> list[Taint]:
     """The group's taints that keep the pod off its nodes, once EKS's admission added its tolerations."""
-    tolerations = template.effective_tolerations
-    return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(tolerations, t)]
+    return blocking_taints(group, template.effective_tolerations)
 
 
 def _expression_matches(expression: dict, labels: dict[str, str]) -> bool:

@@ -11,6 +11,7 @@ from . import (
     gpus,  # noqa: F401
     hygiene,  # noqa: F401
     mpijob,  # noqa: F401
+    node_health,  # noqa: F401
     ordering,  # noqa: F401
     podsecurity,  # noqa: F401
     scheduling,  # noqa: F401

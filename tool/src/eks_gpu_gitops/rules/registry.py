@@ -44,6 +44,7 @@ CATEGORIES = (
     "Scheduling",
     "Capacity and queueing",
     "EFA",
+    "Node health",
     "FSx for Lustre",
     "Ordering",
     "Flux substitution",
