@@ -17,8 +17,11 @@ KUBECONFORM_VERSION := v0.8.0
 KUBECONFORM := $(TOOLS_CACHE)/kubeconform-$(KUBECONFORM_VERSION)/kubeconform
 HELM_VERSION := v4.2.4
 HELM := $(TOOLS_CACHE)/helm-$(HELM_VERSION)/helm
-# The local control plane of the live-cluster tests (etcd, kube-apiserver, kube-scheduler, kwok, the MPI
-# operator), built once from the Go module proxy (tools/build-control-plane.sh says how and which versions).
+# The local control plane of the live-cluster tests (etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
+# kwok, the MPI operator) and the controllers of the GitOps loop (Flux's source-, kustomize- and helm-controller,
+# Kueue), built once from the Go module proxy by the tool's own builder, the one a user runs as
+# `scripts/toolchain build` (tool/src/eks_gpu_gitops/live/toolchain.py says how and which versions). A run with
+# every binary there at its pinned version is instant, so the targets run it every time.
 CONTROL_PLANE_VERSION := v1.34.4
 CONTROL_PLANE := $(TOOLS_CACHE)/control-plane-$(CONTROL_PLANE_VERSION)
 # The tool (tool/): its Go helper, built into the package for the editable install the tests and the demo use;
@@ -28,15 +31,17 @@ HELPER := tool/src/eks_gpu_gitops/_helper/eks-gpu-gitops-helper
 TOOL_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' tool/src/eks_gpu_gitops/__init__.py)
 WHEEL := dist/.built-$(TOOL_VERSION)
 
-.PHONY: help setup helper dist docs flux kubeconform helm control-plane demo lint format test test-tool test-template bench clean
+.PHONY: help setup helper dist docs flux kubeconform helm control-plane toolchain controllers demo lint format test test-tool test-template e2e bench clean
 
 help:
 	@echo "make demo          bake the default project into $(DEMO_DIR)/ and walk its loop: render, validate, a pull-request diff"
 	@echo "make dist          build the tool's wheel for this machine (with its Go helper) into dist/"
+	@echo "make control-plane build the local control plane (etcd, Kubernetes, kwok, the MPI operator) with Go; make controllers: Flux's and Kueue's"
 	@echo "make docs          write the tool's generated documents again (rules, diff notices, commands)"
 	@echo "make lint          ruff check and ruff format --check over all Python (template, tool, generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
 	@echo "make test          lint, then the tool's tests (tool/tests), then the template's (tests/)"
+	@echo "make e2e           Flux, Kueue and the MPI operator reconcile a baked project on the local control plane (tests/e2e)"
 	@echo "make bench         validate and diff on a fleet vs kustomize alone and vs kustomize + kubeconform; the render cache; trainer samples/s"
 
 $(BIN)/.installed: requirements-dev.txt tool/pyproject.toml
@@ -83,11 +88,15 @@ helm: $(HELM)
 $(HELM):
 	tools/build-go-tool.sh helm.sh/helm/v4/cmd/helm@$(HELM_VERSION) $@ helm.sh/helm/v4/internal/version.version
 
-control-plane: $(CONTROL_PLANE)/.built
+control-plane: setup
+	$(BIN)/eks-gpu-gitops toolchain build --into $(CONTROL_PLANE) control-plane
 
-$(CONTROL_PLANE)/.built: tools/build-control-plane.sh tools/control-plane/kubernetes/go.mod tools/control-plane/etcd/go.mod
-	tools/build-control-plane.sh $(CONTROL_PLANE)
-	touch $@
+# Both groups, in one build: what make test needs (simulate's tests run Kueue; the e2e tier, Flux's controllers).
+toolchain: setup
+	$(BIN)/eks-gpu-gitops toolchain build --into $(CONTROL_PLANE)
+
+controllers: setup
+	$(BIN)/eks-gpu-gitops toolchain build --into $(CONTROL_PLANE) controllers
 
 # Schemas from SCHEMAS when that folder exists (no network here), else downloaded from their pinned URLs.
 demo: setup helper
@@ -111,7 +120,7 @@ TEST_ENV := GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX
 
 # The Go builds first, each in its own process (make -j runs them side by side), then the two suites.
 test: lint
-	$(MAKE) --no-print-directory -j 3 $(FLUX) $(CONTROL_PLANE)/.built $(HELPER) $(HELM) $(WHEEL)
+	$(MAKE) --no-print-directory -j 3 $(FLUX) toolchain $(HELPER) $(HELM) $(WHEEL)
 	$(MAKE) --no-print-directory test-tool test-template
 
 test-tool: setup
@@ -119,7 +128,15 @@ test-tool: setup
 
 test-template: setup
 	$(TEST_ENV) TRAINER_VENV=$(TRAINER_VENV) TOOL_DIST=$(abspath dist) \
-	  $(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e tests
+
+# The GitOps loop for real (tests/e2e/README.md): Flux's controllers reconcile a baked project served from loopback
+# into the local control plane. E2E_BIN: a folder put first on PATH, for binaries $(CONTROL_PLANE) does not hold;
+# E2E_PROJECT: a baked, committed repository to run instead of a fresh bake.
+E2E_BIN ?=
+e2e: setup helper toolchain
+	$(TEST_ENV) GITOPS_E2E=1 $(if $(E2E_BIN),PATH=$(abspath $(E2E_BIN)):$$PATH) \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e
 
 bench: setup helper kubeconform helm
 	GITOPS_SCHEMA_DIR=$(SCHEMAS) $(BIN)/python tools/bench.py

@@ -12,20 +12,22 @@ from conftest import REPO, TEMPLATE
 from eks_gpu_gitops import __version__
 from eks_gpu_gitops.facts.schemas import SCHEMAS
 from eks_gpu_gitops.generate.bake import efa_instance_types
+from eks_gpu_gitops.live import toolchain
 
 ANSWERS = json.loads((TEMPLATE / "cookiecutter.json").read_text())
 
 
 def test_the_control_plane_matches_the_default_cluster_and_the_mpi_operator_pin():
-    script = (TEMPLATE / "tools" / "build-control-plane.sh").read_text()
-    go_mod = (TEMPLATE / "tools" / "control-plane" / "kubernetes" / "go.mod").read_text()
+    """The binaries the tool builds (live/toolchain.py) are the template's pins: Kubernetes at the default bake's
+    minor, the MPI operator and Kueue as cookiecutter.json pins them, and the Makefile's folder named for them."""
     makefile = (TEMPLATE / "Makefile").read_text()
+    versions = {binary.name: binary.version for binary in toolchain.BINARIES}
 
-    kubernetes = re.search(r"^\s*k8s\.io/kubernetes v(\d+\.\d+)\.\d+$", go_mod, re.MULTILINE).group(1)
-    assert kubernetes == ANSWERS["kubernetes_version"]
-    assert re.search(r"^MPI_OPERATOR_VERSION=(\S+)$", script, re.MULTILINE).group(1) == ANSWERS["_mpi_operator_version"]
+    assert re.fullmatch(r"v(\d+\.\d+)\.\d+", toolchain.KUBERNETES).group(1) == ANSWERS["kubernetes_version"]
+    assert versions["mpi-operator"] == ANSWERS["_mpi_operator_version"]
+    assert versions["kueue"] == "v" + ANSWERS["_kueue_version"]
     built = re.search(r"^CONTROL_PLANE_VERSION := (\S+)$", makefile, re.MULTILINE).group(1)
-    assert built == "v" + re.search(r"k8s\.io/kubernetes v(\S+)$", go_mod, re.MULTILINE).group(1)
+    assert built == toolchain.KUBERNETES == versions["kube-apiserver"]
 
 
 def test_a_bake_pins_the_tool_of_this_commit():

@@ -251,7 +251,7 @@ def test_the_dry_run_is_sent_as_flux_sends_it_and_stores_nothing(api):
 def test_a_changed_replica_count_is_the_only_line_that_changes(api):
     apply(api, namespace("rep"), deployment("rep", 1))
 
-    diff, problems = environment_diff(api, environment(namespace("rep"), deployment("rep", 3)))
+    diff, problems, _ = environment_diff(api, environment(namespace("rep"), deployment("rep", 3)))
 
     assert problems == []
     assert [(c.status, c.key.resource) for c in diff.changes] == [("changed", "Deployment rep/web")]
@@ -269,7 +269,7 @@ def test_more_mpijob_workers_show_in_the_diff_and_in_the_gpu_figure(api):
 
     apply(api, namespace("gpus"), job(2))
 
-    diff, _ = environment_diff(api, environment(namespace("gpus"), job(3)))
+    diff, _, _ = environment_diff(api, environment(namespace("gpus"), job(3)))
 
     assert [(c.status, c.key.resource, c.additions, c.deletions) for c in diff.changes] == [
         ("changed", "MPIJob gpus/train", 1, 1)
@@ -281,7 +281,7 @@ def test_more_mpijob_workers_show_in_the_diff_and_in_the_gpu_figure(api):
 def test_an_unchanged_environment_shows_no_change(api):
     apply(api, namespace("same"), deployment("same", 2), mpijob("same"), secret("same", "kept-value"))
 
-    diff, problems = environment_diff(
+    diff, problems, _ = environment_diff(
         api, environment(namespace("same"), deployment("same", 2), mpijob("same"), secret("same", "kept-value"))
     )
 
@@ -291,7 +291,7 @@ def test_an_unchanged_environment_shows_no_change(api):
 def test_a_changed_secret_value_is_masked(api):
     apply(api, namespace("sec"), secret("sec", "old-password-1"))
 
-    diff, _ = environment_diff(api, environment(namespace("sec"), secret("sec", "new-password-2")))
+    diff, _, _ = environment_diff(api, environment(namespace("sec"), secret("sec", "new-password-2")))
 
     [change] = diff.changes
     assert change.key.resource == "Secret sec/db"
@@ -303,7 +303,7 @@ def test_a_changed_secret_value_is_masked(api):
 def test_new_objects_are_added_and_labelled_objects_no_longer_rendered_are_removed(api):
     apply(api, namespace("prune"), deployment("prune", 1))
 
-    diff, _ = environment_diff(api, environment(namespace("prune"), secret("prune", "x-value")))
+    diff, _, _ = environment_diff(api, environment(namespace("prune"), secret("prune", "x-value")))
 
     assert sorted((c.status, c.key.resource) for c in diff.changes) == [
         ("added", "Secret prune/db"),

@@ -666,6 +666,101 @@ def test_an_mpijob_not_on_the_cluster_warns(api, namespace):
     assert check.status == "warn"
 
 
+# --- a suspended MPIJob and its Kueue Workload -----------------------------------------------------------
+
+KUEUE_MODULE = ("sigs.k8s.io/kueue", "v0.19.2")
+EXCEEDS = (
+    "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in flavor gpu, previously "
+    "considered podsets requests (0) + current podset request (16) > maximum capacity (8)"
+)
+WAITING = (
+    "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor gpu, "
+    "8 more needed"
+)
+
+
+@pytest.fixture(scope="module")
+def workload_crd(own_control_plane):
+    """Kueue's Workload CRD at the pinned release (config/components/crd/bases of the Go module; the shared schema
+    folder holds Kueue's other CRDs only)."""
+    from chart_repository import go_module_dir
+
+    folder = go_module_dir(*KUEUE_MODULE)
+    if folder is None:
+        pytest.skip(f"{KUEUE_MODULE[0]}@{KUEUE_MODULE[1]} is not in the Go module cache nor the proxy")
+    install_crds(own_control_plane, [folder / "config/components/crd/bases/kueue.x-k8s.io_workloads.yaml"])
+
+
+def add_workload(api, namespace: str, owner: dict, reason: str, message: str) -> None:
+    """A Workload as Kueue's job reconciler makes it for the MPIJob `owner`, with a QuotaReserved condition False."""
+    name = f"mpijob-{owner['metadata']['name']}-{uuid.uuid4().hex[:5]}"
+    reference = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "controller": True}
+    reference.update(name=owner["metadata"]["name"], uid=owner["metadata"]["uid"])
+    pod = {"spec": {"containers": [{"name": "worker", "image": "trainer"}]}}
+    doc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "ownerReferences": [reference]},
+        "spec": {"queueName": "training", "podSets": [{"name": "worker", "count": 2, "template": pod}]},
+    }
+    api.custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, "workloads", doc)
+    condition = {"type": "QuotaReserved", "status": "False", "reason": reason, "message": message}
+    condition["lastTransitionTime"] = NOW
+    api.custom.patch_namespaced_custom_object_status(
+        "kueue.x-k8s.io", "v1beta2", namespace, "workloads", name, {"status": {"conditions": [condition]}}
+    )
+
+
+def suspended_mpijob(api, prod, namespace: str) -> dict:
+    name = add_mpijob(api, prod, namespace, "Suspended", {"Launcher": {}, "Worker": {}})
+    return api.custom.get_namespaced_custom_object("kubeflow.org", "v2beta1", namespace, "mpijobs", name)
+
+
+# "Pending": Kueue v0.19.2's reason by default; ExceedsMaxQuota with its UnadmittedWorkloadsObservability gate on.
+@pytest.mark.parametrize("reason", ["Pending", "ExceedsMaxQuota"])
+def test_a_suspended_mpijob_above_the_whole_quota_fails_with_kueue_s_message_and_the_fix(
+    api, prod, namespace, workload_crd, reason
+):
+    job = suspended_mpijob(api, prod, namespace)
+    add_workload(api, namespace, job, reason, EXCEEDS)
+
+    check = status.check_mpijob(api.custom, api.core, namespace, job["metadata"]["name"])
+
+    assert check.status == "fail", check.line()
+    assert check.message.startswith("Suspended, never admitted by training: Kueue: couldn't assign flavors"), check
+    assert "> maximum capacity (8)" in check.message
+    assert check.fix == status.QUOTA_FIX
+
+
+@pytest.mark.parametrize("reason", ["Pending", "WaitingForQuota"])
+def test_a_suspended_mpijob_waiting_behind_another_warns_with_kueue_s_message(
+    api, prod, namespace, workload_crd, reason
+):
+    job = suspended_mpijob(api, prod, namespace)
+    add_workload(api, namespace, job, reason, WAITING)
+
+    check = status.check_mpijob(api.custom, api.core, namespace, job["metadata"]["name"])
+
+    assert check.status == "warn", check.line()
+    assert check.message.startswith("Suspended, waits for quota in training: Kueue: couldn't assign"), check
+    assert "8 more needed" in check.message
+    assert check.fix.startswith("it starts when the jobs ahead of it finish; to start it sooner, lower the job's")
+
+
+def test_a_suspended_mpijob_without_its_own_workload_warns_and_names_the_queue_label(
+    api, prod, namespace, workload_crd
+):
+    job = suspended_mpijob(api, prod, namespace)
+    other = {"metadata": {"name": "another-job", "uid": str(uuid.uuid4())}}
+    add_workload(api, namespace, other, "ExceedsMaxQuota", EXCEEDS)
+
+    check = status.check_mpijob(api.custom, api.core, namespace, job["metadata"]["name"])
+
+    assert check.status == "warn", check.line()
+    assert check.message.startswith("Suspended, and no Kueue Workload for it"), check
+    assert "kueue.x-k8s.io/queue-name" in check.fix
+
+
 # --- the whole environment, through the command ----------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from eks_gpu_gitops import __version__
 
 TOOL = Path(__file__).resolve().parent.parent
 HELPER = "eks_gpu_gitops/_helper/eks-gpu-gitops-helper"
+TOOLCHAIN_MODULES = TOOL / "src" / "eks_gpu_gitops" / "live" / "toolchain_modules"
 TIMEOUT = 1800  # seconds: a cold Go cache compiles kustomize for a new platform in a few minutes
 # Platform -> (a wheel tag it carries, the helper's executable format and machine).
 PLATFORMS = {
@@ -87,6 +88,14 @@ def test_a_source_install_builds_the_helper_with_go(sdist, tmp_path):
     wheel, _ = build_wheel(sdist, tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         assert executable_format(archive.read(HELPER)[:64])[0] in ("ELF", "Mach-O")
+        # The Go modules `toolchain build` builds Kubernetes and etcd from travel in the sdist and the wheel.
+        modules = {n for n in archive.namelist() if n.startswith("eks_gpu_gitops/live/toolchain_modules/")}
+        shipped = {
+            f"eks_gpu_gitops/live/toolchain_modules/{p.relative_to(TOOLCHAIN_MODULES).as_posix()}"
+            for p in TOOLCHAIN_MODULES.rglob("*")
+            if p.is_file()
+        }
+        assert modules == shipped and "eks_gpu_gitops/live/toolchain_modules/kubernetes/go.sum" in modules
 
 
 def test_a_source_install_without_go_has_no_helper_and_says_so(sdist, tmp_path):

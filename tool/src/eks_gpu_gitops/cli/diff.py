@@ -174,13 +174,15 @@ def run(args: argparse.Namespace) -> int:
 def run_live(args: argparse.Namespace) -> int:
     from ..diff.live import live_report
 
-    report, problems = live_report(args.env, args.kube_context, args.context)
+    report, problems, notes = live_report(args.env, args.kube_context, args.context)
     options = Options(
         color=use_color(args.color, args.output),
         max_chars=args.max_chars,
         full_diff_hint="Run `scripts/diff --live` for the full diff.",
     )
     write(FORMATS[args.format](report, options), args.output)
+    for note in notes:  # objects not tried, variables compared before Flux's substitution
+        cli.say(VERB, note)
     for problem in problems:  # objects the server refuses: validate --server explains them
         cli.say(VERB, f"the server refuses {problem}")
     if problems:

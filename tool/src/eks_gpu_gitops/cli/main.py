@@ -34,6 +34,7 @@ VERBS = {
     "cluster-settings": ("cluster_settings", "write a cluster's per-cluster values for Flux to substitute"),
     "status": ("status", "is the cluster the kubeconfig points at ready for an environment?"),
     "simulate": ("simulate", "place an environment's MPIJobs on a simulated cluster"),
+    "toolchain": ("toolchain", "list or build the local control plane's binaries (simulate, the GitOps loop)"),
     "image-repository": ("image_repository", "where the image workflow pushes the trainer image"),
 }
 

@@ -32,7 +32,7 @@ def _simulate(argv: list[str] | None) -> int:
     simulation = simulate(root, args.env, args.timeout, progress=cli.progress(VERB))
     print(json_report(simulation) if args.format == "json" else text_report(simulation))
     sys.stdout.flush()
-    return 0 if all(j.scheduled for j in simulation.jobs) else 1
+    return 0 if simulation.fits else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,8 @@
 kube-scheduler, kwok (fake nodes that run no container) and the MPI operator.
 
 Used by `scripts/simulate` and by the tests of the live-cluster commands. The binaries are found in
-$GITOPS_CONTROL_PLANE_BIN when set, else on PATH: official release binaries work as well as the ones
-the template's `make control-plane` builds.
+$GITOPS_CONTROL_PLANE_BIN when set, then in the toolchain cache, then on PATH (live/toolchain.py):
+`eks-gpu-gitops toolchain build` (`scripts/toolchain build`) builds them; official release binaries work as well.
 
 Everything lives in one temporary folder (etcd's data, certificates, the service-account key, a
 kubeconfig with an admin token), removed by `stop`. The admin is in system:masters, as a cluster's
@@ -13,12 +13,14 @@ creator is on EKS; the API server keeps its default admission plugins (Pod Secur
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -26,26 +28,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import InputError
+from . import toolchain
 
-BIN_VARIABLE = "GITOPS_CONTROL_PLANE_BIN"
+BIN_VARIABLE = toolchain.BIN_VARIABLE
 CORE = ("etcd", "kube-apiserver")
 SIMULATION = ("kube-scheduler", "kwok", "mpi-operator")
+# Started like the controllers above when a plane asks for them (a GitOps loop needs Deployments, Jobs, namespace
+# deletion and garbage collection; a simulation does not).
+OPTIONAL = ("kube-controller-manager",)
 _READY_TIMEOUT = 120.0
 
 
 def find_binary(name: str) -> str:
-    folder = os.environ.get(BIN_VARIABLE)
-    if folder:
-        candidate = Path(folder) / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    where = f"${BIN_VARIABLE} ({folder}) or PATH" if folder else f"PATH (or set ${BIN_VARIABLE})"
+    """The path of `name`: in $GITOPS_CONTROL_PLANE_BIN, then the toolchain cache, then PATH (toolchain.locate)."""
+    located = toolchain.locate(name)
+    if located is None:
+        raise InputError(toolchain.missing_text(name))
+    return located.path
+
+
+# mpi-operator v0.8.2 serves its health check on a fixed port, whatever its flags (cmd/mpi-operator/app/server.go,
+# healthCheckPort), so two planes on one machine cannot both run it: the second waits for the first to stop.
+MPI_OPERATOR_PORT = 8080
+_PORT_WAIT = 900.0
+
+
+def _hold_mpi_operator_port():
+    """An exclusive lock on a file named after the MPI operator's port, held until the returned file is closed."""
+    lock = open(Path(tempfile.gettempdir()) / f"eks-gpu-gitops-port-{MPI_OPERATOR_PORT}.lock", "w")  # noqa: SIM115
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return lock
+    except BlockingIOError:
+        print(
+            f"control plane: waiting for another run's MPI operator to stop (it always listens on port "
+            f"{MPI_OPERATOR_PORT})",
+            file=sys.stderr,
+            flush=True,
+        )
+    deadline = time.monotonic() + _PORT_WAIT
+    while time.monotonic() < deadline:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock
+        except BlockingIOError:
+            time.sleep(0.5)
+    lock.close()
     raise InputError(
-        f"{name} not found in {where}; `make control-plane` in the template builds it, or use the "
-        "official release binaries"
+        f"another run's MPI operator held port {MPI_OPERATOR_PORT} for {_PORT_WAIT:.0f} s; stop it and try again"
     )
 
 
@@ -64,6 +94,7 @@ class ControlPlane:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     kubeconfig: Path | None = None
     server: str = ""
+    _port_lock: object = None  # the open lock file of MPI_OPERATOR_PORT while this plane's MPI operator runs
 
     def __enter__(self) -> ControlPlane:
         self.start()
@@ -78,7 +109,7 @@ class ControlPlane:
             etcd = self._start_etcd(binaries["etcd"])
             self._start_apiserver(binaries["kube-apiserver"], etcd)
             for name in self.components:
-                if name in SIMULATION:
+                if name in SIMULATION or name in OPTIONAL:
                     self._start_controller(name, binaries[name])
         except BaseException:
             self.stop()
@@ -164,6 +195,9 @@ class ControlPlane:
         argv = {
             # No serving port (--secure-port=0): nothing scrapes it, and no authn/authz kubeconfigs are needed.
             "kube-scheduler": [binary, f"--kubeconfig={config}", "--leader-elect=false", "--secure-port=0"],
+            # Its default controllers; no private key, so no legacy token Secrets (k8s.io/kubernetes v1.34.4
+            # cmd/kube-controller-manager/app/controllermanager.go, startServiceAccountTokenController).
+            "kube-controller-manager": [binary, f"--kubeconfig={config}", "--leader-elect=false", "--secure-port=0"],
             # kwok v0.7.0 without --config uses its default node and pod stages (its log says "No node
             # stages found, using default node stages"): nodes become Ready, bound pods Running and Ready.
             "kwok": [
@@ -176,6 +210,8 @@ class ControlPlane:
             # its lease in -lock-namespace (mpi-operator), which must exist.
             "mpi-operator": [binary, f"-kubeConfig={config}", "-monitoring-port=0"],
         }[name]
+        if name == "mpi-operator" and self._port_lock is None:
+            self._port_lock = _hold_mpi_operator_port()
         self._spawn(name, argv)
 
     def _wait(self, name: str, url: str, verify: bool, token: str = "") -> None:
@@ -213,4 +249,7 @@ class ControlPlane:
         for process in self.processes.values():
             process.wait()
         self.processes.clear()
+        if self._port_lock is not None:
+            self._port_lock.close()  # closing the file releases its lock
+            self._port_lock = None
         shutil.rmtree(self.folder, ignore_errors=True)

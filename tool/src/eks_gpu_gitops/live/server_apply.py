@@ -4,7 +4,13 @@ Each object goes to the API server as Flux sends it: an apply patch (application
 with the field manager "kustomize-controller", force on conflicts, and Flux's owner labels
 (fluxcd/kustomize-controller v1.9.5: main.go `controllerName = "kustomize-controller"`, used as
 ssa.Owner.Field in internal/controller/kustomization_controller.go, which also calls
-SetOwnerLabels(objects, name, namespace)). With dryRun=All nothing is stored: the answer is the
+SetOwnerLabels(objects, name, namespace)). An object a HelmRelease installs goes as helm-controller v1.6.4
+applies it: server-side apply with forced conflicts (internal/action/install.go), the field manager
+"helm-controller" (main.go sets Helm's kube.ManagedFieldsManager to controllerName), the origin labels
+helm.toolkit.fluxcd.io/name and /namespace of the HelmRelease (internal/postrender/build.go
+BuildPostRenderers, NewOriginLabels), and the release metadata Helm v4.2.4 adds (pkg/action/validate.go
+setMetadataVisitor: label app.kubernetes.io/managed-by=Helm, annotations meta.helm.sh/release-name and
+/release-namespace). With dryRun=All nothing is stored: the answer is the
 object as it would be, or the server's refusal (Pod Security, admission webhooks, quota,
 immutable fields). CRDs and Namespaces go first; an object whose kind or namespace only comes
 with this run cannot be tried and is skipped with a note.
@@ -18,6 +24,7 @@ message); any other failure (discovery refused, the server gone) is one line (cl
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -28,6 +35,12 @@ FIELD_MANAGER = "kustomize-controller"
 OWNER_GROUP = "kustomize.toolkit.fluxcd.io"
 NAME_LABEL = f"{OWNER_GROUP}/name"
 NAMESPACE_LABEL = f"{OWNER_GROUP}/namespace"
+
+HELM_FIELD_MANAGER = "helm-controller"
+HELM_GROUP = "helm.toolkit.fluxcd.io"
+HELM_SOURCE = "HelmRelease "  # render/helm_release.py: the `source` of what a HelmRelease installs
+# helm-controller v1.6.4 internal/release/name.go ShortenName: Helm's limit on a release name.
+_RELEASE_NAME_MAX, _RELEASE_HASH_LENGTH = 53, 12
 
 # Server-owned bookkeeping, left out of every comparison.
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink")
@@ -73,6 +86,52 @@ def with_owner_labels(doc: dict, name: str, namespace: str) -> dict:
     return sent
 
 
+def release_name(release: dict) -> str:
+    """helm-controller v1.6.4's release name: api/v2 GetReleaseName, then internal/release/name.go ShortenName."""
+    spec = release.get("spec") or {}
+    metadata = release.get("metadata") or {}
+    name = str(spec.get("releaseName") or "")
+    if not name:
+        target = spec.get("targetNamespace")
+        name = f"{target}-{metadata.get('name', '')}" if target else str(metadata.get("name", ""))
+    if len(name) <= _RELEASE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    return name[: _RELEASE_NAME_MAX - _RELEASE_HASH_LENGTH - 1] + "-" + digest[:_RELEASE_HASH_LENGTH]
+
+
+def with_release_metadata(doc: dict, release: dict) -> dict:
+    """`doc` as helm-controller sends it for `release` (the HelmRelease): origin labels and Helm's metadata."""
+    metadata = release.get("metadata") or {}
+    namespace = str(metadata.get("namespace") or "default")
+    spec = release.get("spec") or {}
+    sent = copy.deepcopy(doc)
+    meta = sent.setdefault("metadata", {})
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        "app.kubernetes.io/managed-by": "Helm",
+        f"{HELM_GROUP}/name": str(metadata.get("name", "")),
+        f"{HELM_GROUP}/namespace": namespace,
+    }
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        "meta.helm.sh/release-name": release_name(release),
+        "meta.helm.sh/release-namespace": str(spec.get("targetNamespace") or namespace),
+    }
+    return sent
+
+
+def as_sent(manifest: Manifest, environment: Environment) -> tuple[dict, str]:
+    """(the object as Flux's controller sends it, that controller's field manager)."""
+    if manifest.source.startswith(HELM_SOURCE):
+        name = manifest.source.removeprefix(HELM_SOURCE)
+        release = next((r.manifest for r in environment.releases if r.manifest.name == name), None)
+        if release is not None:
+            return with_release_metadata(manifest.doc, release.doc), HELM_FIELD_MANAGER
+    owners = {k.name: k.manifest.namespace or "flux-system" for k in environment.kustomizations}
+    return with_owner_labels(manifest.doc, manifest.source, owners.get(manifest.source, "flux-system")), FIELD_MANAGER
+
+
 def _refusal(error) -> str:
     try:
         body = json.loads(error.body)
@@ -91,12 +150,11 @@ def dry_run(api, environment: Environment, dry: bool = True) -> Run:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
-    owners = {k.name: k.manifest.namespace or "flux-system" for k in environment.kustomizations}
     client = DynamicClient(api)
     run = Run(environment.name)
     new_kinds, new_namespaces = set(), set()
     for manifest in sorted(applied(environment), key=_order):
-        sent = with_owner_labels(manifest.doc, manifest.source, owners.get(manifest.source, "flux-system"))
+        sent, field_manager = as_sent(manifest, environment)
         outcome = Outcome(manifest, manifest.source, sent)
         run.outcomes.append(outcome)
         try:
@@ -123,7 +181,7 @@ def dry_run(api, environment: Environment, dry: bool = True) -> Run:
                 body=outcome.sent,
                 name=manifest.name,
                 namespace=namespace,
-                field_manager=FIELD_MANAGER,
+                field_manager=field_manager,
                 force_conflicts=True,
                 **({"dry_run": "All"} if dry else {}),
             )
@@ -180,49 +238,3 @@ def comparable(doc: dict | None) -> dict | None:
     for key in [k for k, v in metadata.items() if v is None]:
         metadata.pop(key)
     return doc
-
-
-def _listable(client) -> list:
-    """Every kind the server lists, in its preferred version (events and the like are never Flux's)."""
-    from kubernetes.dynamic.resource import Subresource
-
-    found = []
-    for resource in client.resources.search():
-        if isinstance(resource, Subresource) or not getattr(resource, "preferred", False):
-            continue
-        if (
-            "list" in (resource.verbs or [])
-            and resource.kind not in ("Event", "Lease")
-            and not resource.kind.endswith("List")
-        ):
-            found.append(resource)
-    return found
-
-
-@one_line_errors
-def pruned(api, environment: Environment) -> list[tuple[str, dict]]:
-    """(Kustomization, live object) for objects labelled as applied by one of the environment's Flux
-    Kustomizations but not rendered any more: what Flux's prune deletes. The root entry is left out
-    when the repository does not hold what it applies (no gotk-components.yaml: bootstrap made it)."""
-    from kubernetes.client.rest import ApiException
-    from kubernetes.dynamic import DynamicClient
-
-    owners = [k.name for k in environment.kustomizations if k.objects]
-    if not owners:
-        return []
-    client = DynamicClient(api)
-    rendered = {(m.group, m.kind, m.namespace, m.name) for m in applied(environment)}
-    selector = f"{NAME_LABEL} in ({','.join(owners)})"
-    found = []
-    for resource in _listable(client):
-        try:
-            items = resource.get(label_selector=selector).to_dict().get("items") or []
-        except ApiException:
-            continue  # a kind this user may not list: Flux would not prune what it cannot see either
-        for item in items:
-            metadata = item.get("metadata") or {}
-            key = (resource.group or "", resource.kind, metadata.get("namespace") or "", metadata.get("name"))
-            if key not in rendered:
-                document = {"apiVersion": resource.group_version, "kind": resource.kind, **item}
-                found.append(((metadata.get("labels") or {}).get(NAME_LABEL, ""), document))
-    return found

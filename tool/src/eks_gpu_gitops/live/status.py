@@ -449,8 +449,76 @@ def check_mpijob(custom, core, namespace: str, name: str) -> Check:
             return Check(check, FAIL, f"Failed: {_one_line(message)}{launcher} ({phases})", fix)
         if verdict:
             return Check(check, OK, f"{kind}: {verdict} ({phases})")
+        if kind == "Suspended":
+            return _suspended(check, job_workload(custom, namespace, job), phases)
         return Check(check, OK if kind in ("Running", "Succeeded") else WARN, f"{kind} ({phases})")
     return Check(check, WARN, f"no condition yet ({phases})")
+
+
+# Kueue v0.19.2 holds a job it has not admitted suspended, and says why in its Workload's QuotaReserved condition
+# (pkg/scheduler/flavorassigner/flavorassigner.go fitsResourceQuota). The reason is "Pending" unless the alpha feature
+# gate UnadmittedWorkloadsObservability is on (pkg/workload/workload.go UnadmittedWorkloadReasonWithFallback); then
+# it is ExceedsMaxQuota or NoMatchingFlavor when the job can never fit (apis/kueue/v1beta2/workload_types.go). The
+# message tells the two apart in both cases: "... > maximum capacity (Q)" when a pod set asks more than the
+# ClusterQueue can ever hold in a flavor, "insufficient unused quota ..., N more needed" when it fits once other
+# jobs finish (a flavor that could hold it later).
+NEVER_ADMITTED = ("ExceedsMaxQuota", "NoMatchingFlavor")
+ABOVE_QUOTA, WAITS = "> maximum capacity", "more needed"
+
+
+def never_admitted(reason: str, message: str) -> bool:
+    """Kueue can never admit the job as it stands: waiting does not help."""
+    return reason in NEVER_ADMITTED or (ABOVE_QUOTA in message and WAITS not in message)
+
+
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+QUOTA_FIX = "lower the job's workers (or what each asks) or raise the queue's quota with scripts/scale"
+
+
+def job_workload(custom, namespace: str, job: dict) -> dict | None:
+    """The newest Kueue Workload owned by the MPIJob (Kueue's job reconciler makes one per job, with an
+    ownerReference to it), or None: no Workload, or no Kueue (its CRD absent) or no right to read them."""
+    from kubernetes.client.rest import ApiException
+
+    try:
+        workloads = custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads")["items"]
+    except ApiException:
+        return None
+    uid, name = job["metadata"].get("uid"), job["metadata"]["name"]
+    owned = [
+        w
+        for w in workloads
+        if any(
+            o.get("kind") == "MPIJob" and o.get("name") == name and (not uid or o.get("uid") == uid)
+            for o in w["metadata"].get("ownerReferences") or []
+        )
+    ]
+    return max(owned, key=lambda w: w["metadata"].get("creationTimestamp") or "", default=None)
+
+
+def _suspended(check: str, workload: dict | None, phases: str) -> Check:
+    """A suspended MPIJob with Kueue's reason: fail when Kueue can never admit it, warn while it waits."""
+    if workload is None:
+        return Check(
+            check,
+            WARN,
+            f"Suspended, and no Kueue Workload for it ({phases})",
+            "check its kueue.x-k8s.io/queue-name label names a LocalQueue, and that Kueue runs",
+        )
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    reserved = next((c for c in conditions if c.get("type") == "QuotaReserved"), {})
+    queue = (workload.get("spec") or {}).get("queueName") or "its queue"
+    said = _one_line(reserved.get("message") or reserved.get("reason") or "no reason yet", 400)
+    if reserved.get("status") != "False":
+        return Check(check, WARN, f"Suspended: Kueue: {said} ({phases})")
+    if never_admitted(str(reserved.get("reason") or ""), str(reserved.get("message") or "")):
+        return Check(check, FAIL, f"Suspended, never admitted by {queue}: Kueue: {said} ({phases})", QUOTA_FIX)
+    return Check(
+        check,
+        WARN,
+        f"Suspended, waits for quota in {queue}: Kueue: {said} ({phases})",
+        f"it starts when the jobs ahead of it finish; to start it sooner, {QUOTA_FIX}",
+    )
 
 
 # --- the environment ---------------------------------------------------------------------------------

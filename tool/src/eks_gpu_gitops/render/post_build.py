@@ -71,6 +71,13 @@ def substitute_environment(kustomizations: list[FluxKustomization], done: set[in
         run(kustomization)
 
 
+def substitute_with(kustomization: FluxKustomization, source) -> Substitution | None:
+    """Substitute `kustomization`'s objects (as written, unsubstituted) as Flux does, `source(kind, namespace,
+    name)` giving each substituteFrom ConfigMap or Secret (None: not there). diff --live gives it the cluster's."""
+    post = post_build(kustomization.manifest.doc)
+    return None if post is None else _substitute(kustomization, post, source)
+
+
 def stored_values(manifest: Manifest) -> tuple[dict[str, str], str]:
     """A ConfigMap's or Secret's values as the API server holds them (a Secret's data decoded, its stringData
     merged in), and why they are unknown offline ("" when known). What Flux reads from either: substituteFrom
