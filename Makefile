@@ -40,7 +40,7 @@ help:
 	@echo "make docs          write the tool's generated documents again (rules, diff notices, commands)"
 	@echo "make lint          ruff check and ruff format --check over all Python (template, tool, generated code)"
 	@echo "make format        ruff format and the safe ruff fixes"
-	@echo "make test          lint, then the tool's tests (tool/tests), then the template's (tests/)"
+	@echo "make test          lint, then the tool's tests (tool/tests), the template's (tests/) and the GitOps loop (make e2e)"
 	@echo "make e2e           Flux, Kueue and the MPI operator reconcile a baked project on the local control plane (tests/e2e)"
 	@echo "make bench         validate and diff on a fleet vs kustomize alone and vs kustomize + kubeconform; the render cache; trainer samples/s"
 
@@ -121,7 +121,7 @@ TEST_ENV := GITOPS_SCHEMA_DIR=$(SCHEMAS) GITOPS_FLUX=$(FLUX) GITOPS_REQUIRE_FLUX
 # The Go builds first, each in its own process (make -j runs them side by side), then the two suites.
 test: lint
 	$(MAKE) --no-print-directory -j 3 $(FLUX) toolchain $(HELPER) $(HELM) $(WHEEL)
-	$(MAKE) --no-print-directory test-tool test-template
+	$(MAKE) --no-print-directory test-tool test-template e2e
 
 test-tool: setup
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n 2 --dist loadfile tool/tests

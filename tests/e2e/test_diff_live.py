@@ -6,14 +6,7 @@ object the API server refused to dry-run (a refusal hides what it would change).
 
 from __future__ import annotations
 
-import pytest
 
-
-# Known, not yet fixed: for a chart from an OCIRepository, helm-controller v1.6.4 appends the first 12 hex digits
-# of the artifact's digest to the chart's version before templating (internal/controller/helmrelease_controller.go,
-# mutateChartWithSourceRevision), so Kueue's objects carry `helm.sh/chart: kueue-0.19.2_<digest>` where the tool's
-# render has `kueue-0.19.2`. strict: the test fails the day the render does it too, so this mark comes off.
-@pytest.mark.xfail(strict=True, reason="the render does not yet append the OCI artifact digest to the chart version")
 def test_scripts_diff_live_shows_nothing_left_to_apply(loop):
     done = loop.script("diff", "--live", "--env", loop.env, "--exit-code")
     headings = [line for line in done.stdout.splitlines() if line[:2] in ("+ ", "~ ", "- ")]

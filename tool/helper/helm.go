@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/Masterminds/semver/v3"
 	"io"
 	"strings"
 
@@ -55,6 +56,19 @@ func renderRelease(req request) response {
 	chrt, err := loader.Load(req.ChartPath)
 	if err != nil {
 		return response{Error: fmt.Sprintf("could not load chart: %v", err)}
+	}
+	// helm-controller v1.6.4 templates a chart from an OCIRepository with the artifact's digest in its version
+	// (internal/controller/helmrelease_controller.go, mutateChartWithSourceRevision), which charts show in labels.
+	if req.ChartVersionMetadata != "" {
+		version, err := semver.NewVersion(chrt.Metadata.Version)
+		if err != nil {
+			return response{Error: fmt.Sprintf("invalid chart version %s", chrt.Metadata.Version)}
+		}
+		withDigest, err := version.SetMetadata(req.ChartVersionMetadata)
+		if err != nil {
+			return response{Error: err.Error()}
+		}
+		chrt.Metadata.Version = withDigest.String()
 	}
 	install := helmaction.NewInstall(&helmaction.Configuration{})
 	install.ReleaseName = release.ShortenName(obj.GetReleaseName())

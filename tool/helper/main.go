@@ -47,10 +47,12 @@ type request struct {
 	// chart
 	Chart chartRequest `json:"chart"`
 	// helm
-	Release     map[string]any `json:"release"`
-	ChartPath   string         `json:"chartPath"`
-	KubeVersion string         `json:"kubeVersion"`
-	APIVersions []string       `json:"apiVersions"`
+	Release   map[string]any `json:"release"`
+	ChartPath string         `json:"chartPath"`
+	// what helm-controller appends to the chart's version (+metadata) for an OCIRepository's chart
+	ChartVersionMetadata string   `json:"chartVersionMetadata"`
+	KubeVersion          string   `json:"kubeVersion"`
+	APIVersions          []string `json:"apiVersions"`
 	// observe: [kind, path] of each read (deps.go)
 	Reads [][]string `json:"reads"`
 	// cel: the CRDs (apiextensions.k8s.io/v1, as JSON) and the objects, each naming its CRD by index

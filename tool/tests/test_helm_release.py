@@ -127,7 +127,7 @@ def _validate(repo: GitRepo, monkeypatch, capsys, *args: str) -> tuple[int, dict
     return code, json.loads(capsys.readouterr().out)
 
 
-def test_every_release_of_the_default_bake_renders_from_its_chart(repo):
+def test_every_release_of_the_default_bake_renders_from_its_chart(repo, charts):
     (environment,) = render.render_repository(repo.root, ["prod"])
     rendered = {r.name: r for r in environment.releases}
     assert {name: (r.chart, r.error, r.note) for name, r in rendered.items()} == {
@@ -141,6 +141,11 @@ def test_every_release_of_the_default_bake_renders_from_its_chart(repo):
     assert node.labels["helm.toolkit.fluxcd.io/name"] == "aws-fsx-csi-driver"  # helm-controller's origin labels
     manager = kinds[("Deployment", "kueue-system", "kueue-controller-manager")]
     assert manager.doc["spec"]["template"]["spec"]["nodeSelector"] == {"role": "system"}  # the release's values
+    # helm-controller templates an OCIRepository's chart with the artifact digest in its version (v1.6.4
+    # mutateChartWithSourceRevision); a HelmRepository's chart keeps its own.
+    digest = charts.oci.digest.removeprefix("sha256:")[:12]
+    assert manager.labels["helm.sh/chart"] == f"kueue-0.19.2_{digest}"
+    assert node.labels["helm.sh/chart"] == "aws-fsx-csi-driver-1.17.0"
     crds = sorted(m.name for m in rendered["kueue"].objects if m.kind == "CustomResourceDefinition")
     assert len(crds) == 11 and "clusterqueues.kueue.x-k8s.io" in crds
     autoscaler = kinds[("Deployment", "kube-system", "cluster-autoscaler")]

@@ -23,6 +23,9 @@ from eks_gpu_gitops.live.simulate import node_docs
 from eks_gpu_gitops.render.repository import render_repository
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-scheduler", "kwok", "mpi-operator")
+# Kueue's answer (admitted, queued, refused) ends a simulation at once; the limit only matters on a loaded machine,
+# where Kueue can take more than simulate's default 60 s to write its first condition.
+SLOW_MACHINE = ("--timeout", "180")
 
 
 def run_simulate(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -141,7 +144,7 @@ def test_unknown_environment_is_one_line(repo_copy):
 
 
 def test_prod_job_is_admitted_by_kueue_then_placed_launcher_on_system_workers_on_gpu(repo_copy, kueue_env):
-    result = run_simulate("--env", "prod", "--format", "json", cwd=repo_copy, env=kueue_env)
+    result = run_simulate("--env", "prod", *SLOW_MACHINE, "--format", "json", cwd=repo_copy, env=kueue_env)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     (job,) = report["jobs"]
@@ -174,7 +177,7 @@ def test_a_second_job_that_fits_the_quota_alone_waits_in_the_queue_and_simulate_
         text=True,
     )
     assert added.returncode == 0, added.stderr
-    result = run_simulate("--env", "prod", "--format", "json", cwd=repo_copy, env=kueue_env)
+    result = run_simulate("--env", "prod", *SLOW_MACHINE, "--format", "json", cwd=repo_copy, env=kueue_env)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     states = {j["name"]: j["state"] for j in report["jobs"]}
@@ -189,7 +192,7 @@ def test_a_second_job_that_fits_the_quota_alone_waits_in_the_queue_and_simulate_
     assert f"gpu flavor has 16 nvidia.com/gpu, {used} in use by {running['name']}" in queued["kueue"]["quota"]
     assert "insufficient unused quota for nvidia.com/gpu in flavor gpu" in queued["kueue"]["message"]
     # Both were created in the same second: which one Kueue admits first may differ from run to run.
-    text = run_simulate("--env", "prod", cwd=repo_copy, env=kueue_env)
+    text = run_simulate("--env", "prod", *SLOW_MACHINE, cwd=repo_copy, env=kueue_env)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     (scheduled,) = [line for line in lines if line.startswith("MPIJob training/") and ": scheduled: " in line]
@@ -203,14 +206,14 @@ def test_a_second_job_that_fits_the_quota_alone_waits_in_the_queue_and_simulate_
 
 def test_a_job_above_the_whole_quota_is_not_scheduled_with_kueues_reason(repo_copy, kueue_env):
     set_settings(repo_copy, "nvidia.com/gpu: 8", "nvidia.com/gpu: 9", 2)  # 2 x 9 GPUs, the queue has 16
-    result = run_simulate("--env", "prod", "--format", "json", cwd=repo_copy, env=kueue_env)
+    result = run_simulate("--env", "prod", *SLOW_MACHINE, "--format", "json", cwd=repo_copy, env=kueue_env)
     assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
     (job,) = report["jobs"]
     assert (job["state"], job["pods"], job["kueue"]["queued"], report["fits"]) == ("NOT scheduled", [], False, False)
     assert "insufficient quota for nvidia.com/gpu in flavor gpu" in job["kueue"]["message"]
     assert "> maximum capacity (16)" in job["kueue"]["message"]
-    text = run_simulate("--env", "prod", cwd=repo_copy, env=kueue_env).stdout.splitlines()
+    text = run_simulate("--env", "prod", *SLOW_MACHINE, cwd=repo_copy, env=kueue_env).stdout.splitlines()
     assert "MPIJob training/horovod-train: NOT scheduled" in text
     assert any(line.startswith("  Kueue does not admit it: couldn't assign flavors to pod set worker") for line in text)
 
@@ -220,7 +223,7 @@ def test_workers_asking_more_gpus_than_a_node_has_stay_pending_with_the_schedule
     set_settings(
         repo_copy, "nvidia.com/gpu\n              nominalQuota: 16", "nvidia.com/gpu\n              nominalQuota: 32", 1
     )
-    result = run_simulate("--env", "prod", cwd=repo_copy, env=kueue_env)
+    result = run_simulate("--env", "prod", *SLOW_MACHINE, cwd=repo_copy, env=kueue_env)
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert "MPIJob training/horovod-train: NOT scheduled" in lines

@@ -126,6 +126,8 @@ class _Context:
         self.kubernetes_version = "v" + kubernetes_version_of(environment.cluster_config)[0] + ".0"
         self.api_versions = api_versions(objects)
         self.cluster_scoped = CLUSTER_SCOPED | cluster_scoped_kinds(objects)
+        # chart archive -> the build metadata helm-controller appends to its version (an OCIRepository's digest)
+        self.version_metadata: dict[str, str] = {}
 
 
 def _indexed(manifest: Manifest) -> bool:
@@ -209,8 +211,18 @@ def _chart(context: _Context, doc: dict, namespace: str) -> tuple[str | None, st
             "timeout": _seconds(source_spec.get("timeout")),
             "shownName": f"{where}/{name}",
         }
-        return _fetch(context, request, f"OCIRepository {where}/{name}")
+        path, shown, digest = _fetch(context, request, f"OCIRepository {where}/{name}")
+        context.version_metadata[path] = digest_metadata(digest)
+        return path, shown, ""
     return _chart_from_spec(context, mapping(mapping(spec, "chart"), "spec"), namespace)
+
+
+def digest_metadata(digest: str) -> str:
+    """What helm-controller v1.6.4 appends to the version of a chart from an OCIRepository before templating
+    (internal/controller/helmrelease_controller.go, mutateChartWithSourceRevision and extractDigestSubString): the
+    first 12 hex digits of the artifact's digest, as semver build metadata ("" for a digest it would refuse)."""
+    _, colon, hex_digits = digest.partition(":")
+    return hex_digits[:12] if colon and len(hex_digits) >= 12 else ""
 
 
 def _chart_from_spec(context: _Context, chart: dict, namespace: str) -> tuple[str | None, str, str]:
@@ -240,7 +252,8 @@ def _chart_from_spec(context: _Context, chart: dict, namespace: str) -> tuple[st
             "timeout": _seconds(source_spec.get("timeout")),
             "shownName": f"{where}/{name}",
         }
-        return _fetch(context, request, f"HelmRepository {where}/{name}")
+        path, shown, _ = _fetch(context, request, f"HelmRepository {where}/{name}")
+        return path, shown, ""
     if kind == "GitRepository":
         folder = _git_folder(source, where, name)
         if folder is None:
@@ -269,7 +282,7 @@ def _fetch(context: _Context, request: dict, source: str) -> tuple[str | None, s
             retry=fetched["missing"] != "offline",
         )
     name = request.get("name") or request["url"].rstrip("/").rsplit("/", 1)[-1]
-    return str(fetched["path"]), f"{name} {fetched.get('version', '')}".strip(), ""
+    return str(fetched["path"]), f"{name} {fetched.get('version', '')}".strip(), str(fetched.get("digest") or "")
 
 
 def _git_folder(source: Manifest, namespace: str, name: str) -> Path | None:
@@ -376,6 +389,7 @@ def _install(context: _Context, doc: dict, chart: str, sources: list[dict], rele
         "op": "helm",
         "release": doc,
         "chartPath": chart,
+        "chartVersionMetadata": context.version_metadata.get(chart, ""),
         "sources": sources,
         "kubeVersion": context.kubernetes_version,
         "apiVersions": context.api_versions,
