@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from cookiecutter.main import cookiecutter
 
+from eks_gpu_gitops.live.cluster import wait_established
 from eks_gpu_gitops.render import platform
 from eks_gpu_gitops.schemas.checker import SCHEMA_DIR_VARIABLE, SchemaChecker, SchemaStore
 
@@ -197,17 +198,7 @@ def install_crds(plane, files) -> None:
                 doc.pop("status", None)
                 extensions.create_custom_resource_definition(doc)
                 names.append(doc["metadata"]["name"])
-    import time
-
-    deadline = time.monotonic() + 60
-    for name in names:
-        while True:
-            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
-            if any(c.type == "Established" and c.status == "True" for c in conditions):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"CRD {name} not established after 60 s")
-            time.sleep(0.1)
+    wait_established(extensions, names, 60)
 
 
 @pytest.fixture(scope="session")

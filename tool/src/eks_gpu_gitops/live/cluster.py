@@ -125,3 +125,18 @@ def connect(context: str | None = None, kubeconfig: str | None = None) -> Cluste
         except OSError as error:
             raise api_error(error, server, chosen) from None
     return Cluster(api=api, context=chosen, server=server, version=version)
+
+
+def wait_established(extensions, names: list[str], timeout: float) -> None:
+    """Wait until the API server serves each CRD named (its Established condition True)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    for name in names:
+        while True:
+            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
+            if any(c.type == "Established" and c.status == "True" for c in conditions):
+                break
+            if time.monotonic() > deadline:
+                raise InputError(f"CRD {name} not established after {timeout:.0f} s")
+            time.sleep(0.1)

@@ -35,6 +35,7 @@ from kubernetes.client.rest import ApiException
 from ..core.errors import InputError
 from ..facts.schemas import KUEUE
 from ..schemas.store import SchemaStore
+from .cluster import wait_established
 from .control_plane import ControlPlane, _free_port, find_binary
 
 BINARY = "kueue"
@@ -408,15 +409,7 @@ class Kueue:
                 }
             extensions.create_custom_resource_definition(doc)
             names.append(doc["metadata"]["name"])
-        deadline = time.monotonic() + timeout
-        for name in names:
-            while True:
-                conditions = extensions.read_custom_resource_definition(name).status.conditions or []
-                if any(c.type == "Established" and c.status == "True" for c in conditions):
-                    break
-                if time.monotonic() > deadline:
-                    raise InputError(f"CRD {name} not established after {timeout:.0f} s")
-                time.sleep(0.1)
+        wait_established(extensions, names, timeout)
 
     def _create_namespace_and_secret(self) -> None:
         core = client.CoreV1Api(self.api)

@@ -38,6 +38,7 @@ from ..render import platform
 from ..render import repository as render
 from ..schemas.checker import SchemaStore
 from . import kueue
+from .cluster import wait_established
 from .control_plane import CORE, ControlPlane
 
 DEFAULT_TIMEOUT = 60.0
@@ -221,15 +222,7 @@ class Cluster:
             doc.pop("status", None)
             self.extensions.create_custom_resource_definition(doc)
             names.append(doc["metadata"]["name"])
-        deadline = time.monotonic() + timeout
-        for name in names:
-            while True:
-                conditions = self.extensions.read_custom_resource_definition(name).status.conditions or []
-                if any(c.type == "Established" and c.status == "True" for c in conditions):
-                    break
-                if time.monotonic() > deadline:
-                    raise InputError(f"CRD {name} not established after {timeout:.0f} s")
-                time.sleep(0.1)
+        wait_established(self.extensions, names, timeout)
         self.dynamic = type(self.dynamic)(self.api)  # discovery again: the new kinds
 
     def ensure_namespace(self, name: str) -> None:
