@@ -37,12 +37,23 @@ from .flux import free_port
 
 
 def _pipe(source: socket.socket, target: socket.socket) -> None:
+    """Bytes from source to target until source's end of stream, passed on as target's; the other direction goes on
+    (a half-close, as a TCP route keeps it)."""
     with contextlib.suppress(OSError):
         while data := source.recv(65536):
             target.sendall(data)
-    for end in (source, target):
-        with contextlib.suppress(OSError):
-            end.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        target.shutdown(socket.SHUT_WR)
+
+
+def _connect(incoming: socket.socket, outgoing: socket.socket) -> None:
+    """Both directions of one routed connection; both sockets closed once both are done."""
+    back = threading.Thread(target=_pipe, args=(outgoing, incoming), daemon=True)
+    back.start()
+    _pipe(incoming, outgoing)
+    back.join()
+    for end in (incoming, outgoing):
+        end.close()
 
 
 @dataclass
@@ -79,8 +90,10 @@ class ServiceRoute:
             except OSError:
                 incoming.close()
                 continue
-            for a, b in ((incoming, outgoing), (outgoing, incoming)):
-                threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+            # No idle timeout once connected: the API server keeps webhook connections open between calls, and a
+            # route that dropped an idle one made its next call fail with EOF.
+            outgoing.settimeout(None)
+            threading.Thread(target=_connect, args=(incoming, outgoing), daemon=True).start()
 
     def stop(self) -> None:
         if self._listener is not None:

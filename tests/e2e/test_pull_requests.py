@@ -14,7 +14,7 @@ import time
 import pytest
 
 from . import jobs, sources
-from .test_job import JOB, NAMESPACE, status_problems
+from .test_job import JOB, NAMESPACE, settled_status, status_problems
 
 BIG = "big"
 APPLY_TIMEOUT = 120
@@ -100,7 +100,7 @@ def test_kueue_admits_the_changed_job(loop, scaled):
 
 def test_status_is_ok_again_after_the_scale(loop, scaled):
     loop.wait_for(lambda: jobs.running_as_expected(loop, NAMESPACE, JOB, 1), timeout=90)
-    done = loop.script("status", "--env", loop.env)
+    done = settled_status(loop)
     problems = status_problems(done)
     assert done.returncode == 0 and not problems, (
         f"scripts/status after the scale exited {done.returncode}:\n" + "\n".join(problems)
